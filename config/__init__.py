@@ -1,0 +1,1 @@
+"""Composition root: the Celery app, its settings, the ASGI entry."""

@@ -1,0 +1,65 @@
+"""Celery settings: queues, routes and delivery rules (see DESIGN.md, "Delivery and durability").
+
+Built from `cortex_workers.settings` when the app is configured, never at import time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kombu import Exchange, Queue
+
+from cortex_workers.settings import Settings
+
+QUEUES = ("llm", "tools", "summarize", "maintenance")
+
+
+def celery_settings(settings: Settings) -> dict[str, Any]:
+    is_redis = settings.broker_url.startswith(("redis://", "rediss://", "valkey://", "unix://"))
+    transport: dict[str, Any] = {}
+    if is_redis:
+        # Recovery comes from the step lease, not from Redis re-delivery: keep this far above
+        # the longest task so kombu never re-runs a slow task on its own.
+        transport = {
+            "visibility_timeout": settings.visibility_timeout_s,
+            "socket_timeout": 10,
+            "socket_connect_timeout": 5,
+            "health_check_interval": 30,
+            "retry_on_timeout": True,
+        }
+    return {
+        "broker_url": settings.broker_url,
+        "broker_transport_options": transport,
+        "broker_connection_retry_on_startup": True,
+        "broker_connection_max_retries": None,
+        "task_queues": [Queue(q, Exchange(q, type="direct"), routing_key=q) for q in QUEUES],
+        "task_default_queue": "maintenance",
+        "task_routes": {
+            "cortex.llm.*": {"queue": "llm"},
+            "cortex.tools.*": {"queue": "tools"},
+            "cortex.summarize.*": {"queue": "summarize"},
+            "cortex.maintenance.*": {"queue": "maintenance"},
+        },
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_serializer": "json",
+        "accept_content": ["json"],
+        "result_serializer": "json",
+        "task_ignore_result": True,
+        "result_backend": None,
+        "task_time_limit": int(settings.turn_timeout_s) + 60,
+        "task_soft_time_limit": int(settings.turn_timeout_s),
+        "worker_hijack_root_logger": False,
+        "worker_send_task_events": True,
+        "task_send_sent_event": True,
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
+        "broker_pool_limit": 20,
+        # RedBeat keeps the schedule in Redis under a lock, so a second beat is harmless.
+        "beat_scheduler": "redbeat.RedBeatScheduler",
+        "redbeat_redis_url": settings.redis_url,
+        "redbeat_key_prefix": "cortex:redbeat",
+        "redbeat_lock_timeout": max(30, int(settings.reconcile_every_s * 6)),
+        "beat_max_loop_interval": max(1, int(settings.reconcile_every_s)),
+        "timezone": "UTC",
+    }

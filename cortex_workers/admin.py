@@ -1,0 +1,53 @@
+"""Administrative operations shared by the CLI and the dev supervisor."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .settings import get_settings, reset_settings
+
+
+def use_embedded_if_unset(data_dir: Path) -> object | None:
+    """Start (or attach to) the embedded servers when no URLs are configured."""
+    settings = get_settings()
+    if settings.database_url and settings.redis_url:
+        return None
+    from .devstack import EmbeddedStack
+
+    stack = EmbeddedStack(data_dir).start()
+    if not settings.database_url:
+        os.environ["DATABASE_URL"] = stack.database_url
+    if not settings.redis_url:
+        os.environ["REDIS_URL"] = stack.redis_url
+    reset_settings()
+    return stack
+
+
+def migrate() -> None:
+    """Bring the schema to the newest revision."""
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(__file__).parent / "store" / "migrations"))
+    cfg.set_main_option("sqlalchemy.url", get_settings().database_url)
+    command.upgrade(cfg, "head")
+
+
+def create_key(tenant: str) -> str:
+    from .runtime import get_runtime
+    from .store import repo
+    from .store.db import transaction
+
+    with transaction(get_runtime().db) as db:
+        return repo.create_api_key(db, repo.ensure_tenant(db, tenant).id)
+
+
+def key_is_valid(key: str) -> bool:
+    from .runtime import get_runtime
+    from .store import repo
+    from .store.db import transaction
+
+    with transaction(get_runtime().db) as db:
+        return repo.tenant_for_key(db, key) is not None

@@ -1,0 +1,96 @@
+"""The error shape `{"error": {"code", "message", "details"}}` for every failure."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from sqlalchemy.exc import DBAPIError, OperationalError
+from starlette.exceptions import HTTPException
+
+from ..errors import ConflictError, CortexError, InvalidRequest, NotFound
+
+log = logging.getLogger(__name__)
+
+STATUS_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "validation_error",
+    429: "rate_limited",
+    503: "unavailable",
+}
+
+
+def error_response(
+    status: int, code: str, message: str, details: Any = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"code": code, "message": message, "details": details}},
+        status_code=status,
+        headers=headers,
+    )
+
+
+def _status_of(exc: CortexError) -> int:
+    if isinstance(exc, NotFound):
+        return 404
+    if isinstance(exc, ConflictError):
+        return 409
+    if isinstance(exc, InvalidRequest):
+        return 422
+    return 400
+
+
+def _clean(errors: list[Any]) -> list[dict[str, Any]]:
+    return [
+        {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+        for e in errors
+    ]
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(CortexError)
+    async def _cortex(_: Request, exc: CortexError) -> JSONResponse:
+        return error_response(_status_of(exc), exc.code, exc.message, exc.details)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = _clean(list(exc.errors()))
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"])
+        return error_response(422, "validation_error", f"{where}: {first['msg']}", errors)
+
+    @app.exception_handler(HTTPException)
+    async def _http(_: Request, exc: HTTPException) -> JSONResponse:
+        code = STATUS_CODES.get(exc.status_code, "error")
+        message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
+        return error_response(exc.status_code, code, message, headers=exc.headers)
+
+    async def _unavailable(_: Request, exc: Exception) -> JSONResponse:
+        log.warning("dependency unavailable: %s", type(exc).__name__)
+        return error_response(
+            503,
+            "unavailable",
+            "a backing service (database or Redis) is unavailable; retry soon",
+            headers={"Retry-After": "5"},
+        )
+
+    for exc_type in (OperationalError, DBAPIError, RedisConnectionError, RedisTimeoutError):
+        app.add_exception_handler(exc_type, _unavailable)
+
+    @app.exception_handler(Exception)
+    async def _internal(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return error_response(500, "internal_error", "an internal error occurred; it was logged")

@@ -1,0 +1,116 @@
+"""Sessions, their history, and turn submission."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query
+from fastapi.responses import JSONResponse
+
+from ...dispatch import publish
+from ...errors import InvalidRequest
+from ...store import repo
+from ...store.db import transaction
+from ...turns.submit import submit_turn
+from ..deps import RuntimeDep, TenantDep
+from ..schemas import MessagesPage, SessionCreate, SessionOut, TurnAccepted, TurnCreate
+from ..views import events_url, message_out, require_session, session_out
+
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+MAX_SEQ = 2**31 - 1
+
+
+@router.post("", status_code=201, response_model=SessionOut)
+def create_session(body: SessionCreate, rt: RuntimeDep, tenant_id: TenantDep) -> SessionOut:
+    """Create a conversation."""
+    if body.provider is not None and body.provider not in rt.providers.names():
+        raise InvalidRequest(
+            f"unknown provider {body.provider!r}; see GET /v1/providers",
+            code="unknown_provider",
+            details={"providers": rt.providers.names()},
+        )
+    if body.tools is not None:
+        unknown = sorted(set(body.tools) - set(rt.tools.names()))
+        if unknown:
+            raise InvalidRequest(
+                f"unknown tools: {', '.join(unknown)}; see GET /v1/tools",
+                code="unknown_tool",
+                details={"unknown": unknown},
+            )
+    with transaction(rt.db) as db:
+        session = repo.insert_session(
+            db,
+            tenant_id,
+            name=body.name,
+            system_prompt=body.system_prompt,
+            provider=body.provider,
+            model=body.model,
+            tools=body.tools,
+            metadata_=body.metadata,
+        )
+        return session_out(rt, db, session)
+
+
+@router.get("/{session_id}", response_model=SessionOut)
+def get_session(session_id: uuid.UUID, rt: RuntimeDep, tenant_id: TenantDep) -> SessionOut:
+    """A session with its rolling summary and active turn."""
+    with transaction(rt.db) as db:
+        return session_out(rt, db, require_session(db, session_id, tenant_id))
+
+
+@router.get("/{session_id}/messages", response_model=MessagesPage)
+def list_messages(
+    session_id: uuid.UUID,
+    rt: RuntimeDep,
+    tenant_id: TenantDep,
+    after: Annotated[
+        int, Query(ge=0, le=MAX_SEQ, description="Return messages after this seq.")
+    ] = 0,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> MessagesPage:
+    """The stored history, oldest first, paged by sequence number."""
+    with transaction(rt.db) as db:
+        require_session(db, session_id, tenant_id)
+        rows = repo.list_messages(db, session_id, after=after, limit=limit + 1)
+    page = [message_out(m) for m in rows[:limit]]
+    return MessagesPage(messages=page, next_after=page[-1].seq if len(rows) > limit else None)
+
+
+@router.post(
+    "/{session_id}/turns",
+    status_code=202,
+    response_model=TurnAccepted,
+    responses={
+        409: {"description": "busy session with if_busy=reject"},
+        422: {"description": "invalid body, or Idempotency-Key reused"},
+    },
+)
+def post_turn(
+    session_id: uuid.UUID,
+    body: TurnCreate,
+    rt: RuntimeDep,
+    tenant_id: TenantDep,
+    idempotency_key: Annotated[str | None, Header(min_length=1, max_length=200)] = None,
+) -> JSONResponse:
+    """Accept one user turn; it runs in the background. Watch `events_url` for its progress."""
+    result = submit_turn(
+        rt,
+        tenant_id=tenant_id,
+        session_id=session_id,
+        content=body.content,
+        if_busy=body.if_busy,
+        idempotency_key=idempotency_key,
+    )
+    publish(result.publish)
+    turn = result.turn
+    out = TurnAccepted(
+        id=turn.id,
+        session_id=turn.session_id,
+        seq=turn.seq,
+        status=turn.status,
+        events_url=events_url(turn.id),
+    )
+    return JSONResponse(
+        out.model_dump(mode="json"), status_code=202, headers={"Location": f"/v1/turns/{turn.id}"}
+    )

@@ -1,0 +1,176 @@
+"""Request and response bodies of the v1 API."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..providers.scripted import ScriptReply
+
+MAX_TEXT = 200_000
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class SessionCreate(BaseModel):
+    """A new conversation. Omitted fields take the configured defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = Field(default=None, max_length=200)
+    system_prompt: str | None = Field(default=None, max_length=MAX_TEXT)
+    provider: str | None = Field(default=None, min_length=1, max_length=100)
+    model: str | None = Field(default=None, min_length=1, max_length=200)
+    tools: list[str] | None = Field(
+        default=None,
+        max_length=128,
+        description="Tool names the model may call; omitted means every registered tool.",
+    )
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Free-form; `metadata.script` drives the scripted provider.",
+    )
+
+    @field_validator("metadata")
+    @classmethod
+    def _script_is_valid(cls, value: dict[str, Any]) -> dict[str, Any]:
+        script = value.get("script")
+        if script is not None:
+            if not isinstance(script, list):
+                raise ValueError("metadata.script must be a list of replies")
+            for reply in script:
+                ScriptReply.model_validate(reply)
+        return value
+
+
+class ActiveTurn(BaseModel):
+    id: uuid.UUID
+    seq: int
+    status: str
+
+
+class SessionOut(BaseModel):
+    id: uuid.UUID
+    name: str | None
+    system_prompt: str | None
+    provider: str
+    model: str
+    tools: list[str] | None
+    metadata: dict[str, Any]
+    summary: str
+    summary_upto_seq: int
+    active_turn: ActiveTurn | None
+    queued_turns: int
+    usage: Usage
+    cost_usd: float
+    created_at: datetime
+
+
+class TurnCreate(BaseModel):
+    """One user message; `if_busy` says what to do when the session is running another turn."""
+
+    model_config = ConfigDict(extra="forbid")
+    content: str = Field(min_length=1, max_length=MAX_TEXT)
+    if_busy: Literal["enqueue", "reject", "interrupt"] = "enqueue"
+
+
+class TurnAccepted(BaseModel):
+    id: uuid.UUID
+    session_id: uuid.UUID
+    seq: int
+    status: str
+    events_url: str
+
+
+class StepOut(BaseModel):
+    id: uuid.UUID
+    step_no: int
+    kind: str
+    status: str
+    attempt: int
+    parent_step_id: uuid.UUID | None
+    provider: str | None
+    model: str | None
+    usage: Usage
+    cost_usd: float
+    latency_ms: int | None
+    error: dict[str, Any] | None
+
+
+class ToolCallOut(BaseModel):
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    status: str
+    is_error: bool
+    truncated: bool
+    result: str | None
+    latency_ms: int | None
+
+
+class TurnOut(BaseModel):
+    id: uuid.UUID
+    session_id: uuid.UUID
+    seq: int
+    status: Literal["queued", "running", "done", "failed", "cancelled"]
+    content: str
+    answer: str | None
+    error: dict[str, Any] | None
+    usage: Usage
+    cost_usd: float
+    steps: list[StepOut]
+    tool_calls: list[ToolCallOut]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    events_url: str
+
+
+class MessageOut(BaseModel):
+    seq: int
+    role: str
+    content: str
+    tool_calls: list[dict[str, Any]] | None
+    tool_call_id: str | None
+    name: str | None
+    is_error: bool
+    turn_id: uuid.UUID | None
+    created_at: datetime
+
+
+class MessagesPage(BaseModel):
+    messages: list[MessageOut]
+    next_after: int | None = Field(
+        description="Pass as `after` for the next page; null at the end."
+    )
+
+
+class ProviderOut(BaseModel):
+    name: str
+    available: bool
+    reason: str | None
+    default_model: str
+    models: list[str]
+    default: bool
+
+
+class ToolOut(BaseModel):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    read_only: bool
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    details: Any = None
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody

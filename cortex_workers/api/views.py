@@ -1,0 +1,128 @@
+"""Rows to response bodies (read in one transaction per request)."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.orm import Session as Db
+
+from ..errors import NotFound
+from ..runtime import Runtime
+from ..store import repo
+from ..store import steps as step_store
+from ..store.models import Message, Session, Turn
+from .schemas import (
+    ActiveTurn,
+    MessageOut,
+    SessionOut,
+    StepOut,
+    ToolCallOut,
+    TurnOut,
+    Usage,
+)
+
+
+def events_url(turn_id: uuid.UUID) -> str:
+    return f"/v1/turns/{turn_id}/events"
+
+
+def session_out(rt: Runtime, db: Db, session: Session) -> SessionOut:
+    active = repo.active_turns(db, session.id)
+    running = next((t for t in active if t.status == "running"), None)
+    provider = session.provider or rt.providers.default_provider()
+    return SessionOut(
+        id=session.id,
+        name=session.name,
+        system_prompt=session.system_prompt,
+        provider=provider,
+        model=session.model or rt.providers.default_model(provider),
+        tools=session.tools,
+        metadata=session.metadata_ or {},
+        summary=session.summary,
+        summary_upto_seq=session.summary_upto_seq,
+        active_turn=ActiveTurn(id=running.id, seq=running.seq, status=running.status)
+        if running
+        else None,
+        queued_turns=sum(1 for t in active if t.status == "queued"),
+        usage=Usage(input_tokens=session.input_tokens, output_tokens=session.output_tokens),
+        cost_usd=float(session.cost_usd),
+        created_at=session.created_at,
+    )
+
+
+def message_out(m: Message) -> MessageOut:
+    return MessageOut(
+        seq=m.seq,
+        role=m.role,
+        content=m.content,
+        tool_calls=m.tool_calls,
+        tool_call_id=m.tool_call_id,
+        name=m.name,
+        is_error=m.is_error,
+        turn_id=m.turn_id,
+        created_at=m.created_at,
+    )
+
+
+def turn_out(db: Db, turn: Turn) -> TurnOut:
+    steps = [
+        StepOut(
+            id=s.id,
+            step_no=s.step_no,
+            kind=s.kind,
+            status=s.status,
+            attempt=s.attempt,
+            parent_step_id=s.parent_step_id,
+            provider=s.provider,
+            model=s.model,
+            usage=Usage(input_tokens=s.input_tokens, output_tokens=s.output_tokens),
+            cost_usd=float(s.cost_usd),
+            latency_ms=s.latency_ms,
+            error=s.error,
+        )
+        for s in step_store.steps_of_turn(db, turn.id)
+    ]
+    calls = [
+        ToolCallOut(
+            id=c.call_id,
+            name=c.name,
+            arguments=c.arguments,
+            status=c.status,
+            is_error=c.is_error,
+            truncated=c.truncated,
+            result=c.result,
+            latency_ms=c.latency_ms,
+        )
+        for c in repo.tool_calls_of_turn(db, turn.id)
+    ]
+    return TurnOut(
+        id=turn.id,
+        session_id=turn.session_id,
+        seq=turn.seq,
+        status=turn.status,  # type: ignore[arg-type]
+        content=turn.content,
+        answer=turn.answer,
+        error=turn.error,
+        usage=Usage(input_tokens=turn.input_tokens, output_tokens=turn.output_tokens),
+        cost_usd=float(turn.cost_usd),
+        steps=steps,
+        tool_calls=calls,
+        created_at=turn.created_at,
+        started_at=turn.started_at,
+        finished_at=turn.finished_at,
+        events_url=events_url(turn.id),
+    )
+
+
+def require_session(db: Db, session_id: uuid.UUID, tenant_id: uuid.UUID) -> Session:
+    session = repo.get_session(db, session_id, tenant_id=tenant_id)
+    if session is None:
+        raise NotFound(f"session {session_id} not found")
+    return session
+
+
+def require_turn(db: Db, turn_id: uuid.UUID, tenant_id: uuid.UUID) -> Turn:
+    turn = repo.get_turn(db, turn_id, tenant_id=tenant_id)
+    if turn is None:
+        raise NotFound(f"turn {turn_id} not found")
+    return turn

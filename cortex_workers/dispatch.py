@@ -1,0 +1,48 @@
+"""The only code that publishes steps: by task name, to the step kind's queue.
+
+Called after the transaction that created the steps has committed (commit, then publish). A
+publish that fails is not an error for the caller: the step is in Postgres and the reconciler
+re-publishes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from celery import current_app
+
+from .turns.steps import NextStep, StepKind
+
+log = logging.getLogger(__name__)
+
+TASKS: dict[StepKind, tuple[str, str]] = {
+    "model": ("cortex.llm.run_model_step", "llm"),
+    "tool": ("cortex.tools.run_tool_step", "tools"),
+    "summarize": ("cortex.summarize.run_summarize_step", "summarize"),
+}
+RECONCILE_TASK = "cortex.maintenance.reconcile"
+
+
+def publish(steps: Iterable[NextStep]) -> int:
+    """Send each step's task (task id = step id); returns how many were sent."""
+    sent = 0
+    for step in steps:
+        name, queue = TASKS[step.kind]
+        try:
+            current_app.send_task(
+                name,
+                args=[str(step.id)],
+                task_id=str(step.id),
+                queue=queue,
+                countdown=step.countdown or None,
+            )
+            sent += 1
+        except Exception:  # broker down: the reconciler will re-publish from Postgres
+            log.warning(
+                "could not publish %s step %s; the reconciler will",
+                step.kind,
+                step.id,
+                exc_info=True,
+            )
+    return sent

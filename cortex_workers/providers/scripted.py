@@ -1,0 +1,126 @@
+"""The scripted model: deterministic replies for development, tests, demos and benchmarks.
+
+A session's `metadata.script` is a list of replies consumed in order, one per model step of the
+session (`ModelRequest.call_index`); once exhausted it echoes the last user message. A reply:
+`{"text", "tool_calls": [{"name", "arguments"}], "first_token_ms", "token_ms",
+"error": {"status", "message", "times"}}`, every key optional; `error` fails that many attempts
+of the step (default 1) before the reply succeeds. Text streams one whitespace-separated token
+at a time; concatenated tokens equal the text exactly.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import RetryableError, TerminalError
+from ..messages import (
+    FinishEvent,
+    Message,
+    ModelRequest,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallEvent,
+    UsageEvent,
+)
+
+RETRYABLE_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+_TOKEN_BOUNDARY = re.compile(r"(?<=\s)(?=\S)")
+
+
+class ScriptError(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    status: int = Field(ge=100, le=599)
+    message: str = "scripted error"
+    times: int = Field(default=1, ge=1, le=1000)
+
+
+class ScriptToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=200)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScriptReply(BaseModel):
+    """One reply of a script; validated when the session is created."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str = ""
+    tool_calls: list[ScriptToolCall] = Field(default_factory=list)
+    first_token_ms: int = Field(default=0, ge=0, le=600_000)
+    token_ms: int = Field(default=0, ge=0, le=60_000)
+    error: ScriptError | None = None
+
+
+def split_tokens(text: str) -> list[str]:
+    """Whitespace-separated tokens, each keeping its trailing whitespace."""
+    return [t for t in _TOKEN_BOUNDARY.split(text) if t]
+
+
+def _words(messages: tuple[Message, ...]) -> int:
+    return sum(len(m.content.split()) + 4 for m in messages)
+
+
+def summarize_messages(request: ModelRequest) -> str:
+    """Deterministic summary: the previous summary, then one line per folded message."""
+    lines = []
+    for m in request.messages:
+        if m.role == "system":
+            lines.append(m.content)
+        else:
+            snippet = " ".join(m.content.split())[:200]
+            lines.append(f"- {m.role}: {snippet}")
+    return "\n".join(lines)
+
+
+class ScriptedProvider:
+    """Streams a session's script like a real model streams an answer."""
+
+    name = "scripted"
+
+    def __init__(self, *, sleep: Any = time.sleep) -> None:
+        self._sleep = sleep
+
+    def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
+        if request.purpose == "summarize":
+            text = summarize_messages(request)
+            yield TextDelta(text)
+            yield UsageEvent(_words(request.messages), len(split_tokens(text)))
+            yield FinishEvent("stop")
+            return
+        reply = self._reply_for(request)
+        if reply.error is not None and request.attempt <= reply.error.times:
+            self._raise(reply.error)
+        if reply.first_token_ms:
+            self._sleep(reply.first_token_ms / 1000)
+        tokens = split_tokens(reply.text)
+        for i, token in enumerate(tokens):
+            if i and reply.token_ms:
+                self._sleep(reply.token_ms / 1000)
+            yield TextDelta(token)
+        for i, call in enumerate(reply.tool_calls):
+            yield ToolCallEvent(
+                ToolCall(f"call_{request.call_index}_{i}", call.name, dict(call.arguments))
+            )
+        yield UsageEvent(_words(request.messages), len(tokens) + 8 * len(reply.tool_calls))
+        yield FinishEvent("tool_calls" if reply.tool_calls else "stop")
+
+    @staticmethod
+    def _reply_for(request: ModelRequest) -> ScriptReply:
+        script = request.script or ()
+        if request.call_index < len(script):
+            return ScriptReply.model_validate(script[request.call_index])
+        last_user = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+        return ScriptReply(text=last_user)
+
+    @staticmethod
+    def _raise(error: ScriptError) -> None:
+        message = f"scripted provider returned {error.status}: {error.message}"
+        if error.status in RETRYABLE_STATUSES:
+            raise RetryableError(message, code=f"provider_{error.status}")
+        raise TerminalError(message, code="provider_error")

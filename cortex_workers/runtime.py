@@ -1,0 +1,93 @@
+"""Per-process resources: settings, database engine, Redis client, providers and tools.
+
+Built on first use and rebuilt in a forked child (connections must not cross a fork).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from functools import cached_property
+
+import redis
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from .providers.registry import ProviderRegistry
+from .settings import Settings, get_settings
+from .store.db import make_engine, make_sessionmaker
+from .tools import ToolRegistry, default_registry
+
+
+@dataclass
+class Runtime:
+    """Everything a step or a request needs, shared by the threads of one process."""
+
+    settings: Settings
+
+    @cached_property
+    def engine(self) -> Engine:
+        return make_engine(self.settings.database_url, pool_size=self.settings.db_pool_size)
+
+    @cached_property
+    def db(self) -> sessionmaker[Session]:
+        return make_sessionmaker(self.engine)
+
+    @cached_property
+    def redis(self) -> redis.Redis:
+        if not self.settings.redis_url:
+            raise RuntimeError("REDIS_URL is not set: run `cortex-workers dev` or set it")
+        return redis.Redis.from_url(
+            self.settings.redis_url,
+            socket_timeout=10,
+            socket_connect_timeout=5,
+            health_check_interval=30,
+            retry_on_timeout=True,
+            max_connections=self.settings.redis_pool_size,
+        )
+
+    @cached_property
+    def providers(self) -> ProviderRegistry:
+        return ProviderRegistry(self.settings)
+
+    @cached_property
+    def tools(self) -> ToolRegistry:
+        return default_registry()
+
+    def close(self) -> None:
+        if "engine" in self.__dict__:
+            self.engine.dispose()
+        if "redis" in self.__dict__:
+            self.redis.close()
+
+
+_lock = threading.Lock()
+_runtime: Runtime | None = None
+
+
+def get_runtime() -> Runtime:
+    """This process's runtime."""
+    global _runtime
+    if _runtime is None:
+        with _lock:
+            if _runtime is None:
+                _runtime = Runtime(get_settings())
+    return _runtime
+
+
+def reset_runtime() -> None:
+    """Drop this process's resources (after a fork, or when settings change)."""
+    global _runtime
+    with _lock:
+        old, _runtime = _runtime, None
+    if old is not None:
+        old.close()
+
+
+def _after_fork_in_child() -> None:
+    global _runtime
+    _runtime = None  # the parent's connections are not ours to close
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,158 @@
+"""Typed settings: `config/cortex.toml` (path in `CORTEX_CONFIG`) overridden by the environment.
+
+Built on first use (`get_settings()`), never at import time. `${NAME}` in the TOML file is
+replaced by the environment variable `NAME` (empty when unset) so secrets stay out of the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, Field, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "cortex.toml"
+
+
+def _substitute_env(value: Any) -> Any:
+    if isinstance(value, str):
+        return _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), value)
+    if isinstance(value, dict):
+        return {k: _substitute_env(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute_env(v) for v in value]
+    return value
+
+
+def config_path() -> Path | None:
+    """The TOML file in force: `CORTEX_CONFIG`, else `config/cortex.toml` when it exists."""
+    explicit = os.environ.get("CORTEX_CONFIG")
+    if explicit:
+        return Path(explicit)
+    return DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None
+
+
+class TomlSource(PydanticBaseSettingsSource):
+    """Reads the flat `[cortex]` table and the `[llm]` table of the config file."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = config_path()
+        if path is None:
+            return {}
+        if not path.exists():
+            raise FileNotFoundError(f"CORTEX_CONFIG points at {path}, which does not exist")
+        data = _substitute_env(tomllib.loads(path.read_text()))
+        values: dict[str, Any] = dict(data.get("cortex", {}))
+        llm = data.get("llm", {})
+        if "default_provider" in llm:
+            values.setdefault("llm_provider", llm["default_provider"])
+        for key in ("temperature", "system_prompt"):
+            if key in llm:
+                values.setdefault(f"llm_{key}" if key == "temperature" else key, llm[key])
+        # Empty strings from unset ${ENV} references mean "not configured".
+        return {k: v for k, v in values.items() if v != ""}
+
+
+class Settings(BaseSettings):
+    """Everything a process needs to know, with defaults that run the dev stack."""
+
+    model_config = SettingsConfigDict(env_prefix="CORTEX_", extra="ignore", populate_by_name=True)
+
+    database_url: str = Field(
+        default="", validation_alias=AliasChoices("DATABASE_URL", "CORTEX_DATABASE_URL")
+    )
+    redis_url: str = Field(
+        default="", validation_alias=AliasChoices("REDIS_URL", "CORTEX_REDIS_URL")
+    )
+    broker_url: str = Field(
+        default="",
+        validation_alias=AliasChoices("CELERY_BROKER_URL", "CORTEX_BROKER_URL"),
+        description="Celery broker; defaults to REDIS_URL.",
+    )
+    llm_provider: str = Field(
+        default="scripted", validation_alias=AliasChoices("LLM_PROVIDER", "CORTEX_LLM_PROVIDER")
+    )
+    llm_model: str = Field(default="scripted-1", validation_alias=AliasChoices("CORTEX_LLM_MODEL"))
+    llm_temperature: float | None = Field(
+        default=None, validation_alias=AliasChoices("LLM_TEMPERATURE", "CORTEX_LLM_TEMPERATURE")
+    )
+    system_prompt: str = Field(
+        default="You are a helpful assistant.",
+        validation_alias=AliasChoices("SYSTEM_PROMPT", "CORTEX_SYSTEM_PROMPT"),
+    )
+
+    # The turn loop.
+    max_depth: int = Field(default=8, ge=1, description="Model steps per turn before it stops.")
+    history_window: int = Field(default=20, ge=2, description="Recent messages the model sees.")
+    turn_timeout_s: float = Field(default=600.0, gt=0, description="Deadline of a running turn.")
+    max_attempts: int = Field(
+        default=5, ge=1, le=998, description="Attempts per step before failing."
+    )
+    retry_base_s: float = Field(default=1.0, ge=0)
+    retry_max_s: float = Field(default=30.0, ge=0)
+
+    # Delivery.
+    lease_s: float = Field(default=60.0, gt=0, description="A claimed step's lease; renewed.")
+    republish_after_s: float = Field(
+        default=30.0, gt=0, description="A pending step not claimed this long is re-published."
+    )
+    reconcile_every_s: float = Field(default=5.0, gt=0)
+    visibility_timeout_s: int = Field(default=43200, gt=0)
+
+    # Streaming.
+    stream_ttl_s: int = Field(default=3600, gt=0, description="Stream kept after `done`.")
+    sse_ping_s: float = Field(default=15.0, gt=0)
+
+    # Tools.
+    tool_timeout_s: float = Field(default=30.0, gt=0)
+    tool_output_cap: int = Field(default=64 * 1024, gt=0)
+
+    # Pools (per process).
+    db_pool_size: int = Field(default=10, ge=1)
+    redis_pool_size: int = Field(default=100, ge=1)
+
+    # API.
+    request_max_bytes: int = Field(default=1024 * 1024, gt=0)
+    api_host: str = "127.0.0.1"
+    api_port: int = 8000
+
+    @model_validator(mode="after")
+    def _derive_broker(self) -> Settings:
+        if not self.broker_url:
+            self.broker_url = self.redis_url
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, TomlSource(settings_cls))
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process's settings, read once."""
+    return Settings()
+
+
+def reset_settings() -> None:
+    """Forget the cached settings (tests, and the dev command after it sets URLs)."""
+    get_settings.cache_clear()

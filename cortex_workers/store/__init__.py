@@ -1,0 +1,1 @@
+"""Postgres: the record of everything, and the queue of record for steps."""

@@ -1,0 +1,222 @@
+"""Tables. Postgres is the record of everything and the queue of record for steps.
+
+Uniqueness constraints make every redelivered write a no-op: one turn per idempotency key, one
+active turn per session, one step per (turn, step_no), one assistant message per model step, one
+tool message per tool step, one tool call per (model step, provider call id).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    Numeric,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSONB, list[Any]: JSONB, uuid.UUID: UUID(as_uuid=True)}
+
+
+def _pk() -> Mapped[uuid.UUID]:
+    return mapped_column(primary_key=True, default=uuid.uuid4)
+
+
+def _now() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Tenant(Base):
+    __tablename__ = "tenants"
+    id: Mapped[uuid.UUID] = _pk()
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    created_at: Mapped[datetime] = _now()
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+    id: Mapped[uuid.UUID] = _pk()
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    prefix: Mapped[str] = mapped_column(String(32), index=True)
+    key_hash: Mapped[str] = mapped_column(String(128), unique=True)
+    created_at: Mapped[datetime] = _now()
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Session(Base):
+    __tablename__ = "sessions"
+    id: Mapped[uuid.UUID] = _pk()
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("tenants.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str | None] = mapped_column(String(200))
+    system_prompt: Mapped[str | None] = mapped_column(Text)
+    provider: Mapped[str | None] = mapped_column(String(100))
+    model: Mapped[str | None] = mapped_column(String(200))
+    tools: Mapped[list[Any] | None] = mapped_column(JSONB)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, default=dict)
+    summary: Mapped[str] = mapped_column(Text, default="", server_default="")
+    summary_upto_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    last_message_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    last_turn_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    model_calls: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    input_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    output_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    cost_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), default=0, server_default="0")
+    created_at: Mapped[datetime] = _now()
+
+
+class Turn(Base):
+    __tablename__ = "turns"
+    __table_args__ = (
+        UniqueConstraint("session_id", "seq"),
+        Index(
+            "uq_turns_idempotency",
+            "tenant_id",
+            "idempotency_key",
+            unique=True,
+            postgresql_where=text("idempotency_key IS NOT NULL"),
+        ),
+        Index(
+            "uq_turns_one_running_per_session",
+            "session_id",
+            unique=True,
+            postgresql_where=text("status = 'running'"),
+        ),
+        Index("ix_turns_queued", "session_id", "seq", postgresql_where=text("status = 'queued'")),
+    )
+    id: Mapped[uuid.UUID] = _pk()
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    content: Mapped[str] = mapped_column(Text)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    request_hash: Mapped[str | None] = mapped_column(String(64))
+    deadline: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    model_steps: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    input_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    output_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    cost_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), default=0, server_default="0")
+    answer: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = _now()
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Step(Base):
+    """One unit of work on a queue; the checkpoint chain runs through `parent_step_id`."""
+
+    __tablename__ = "steps"
+    __table_args__ = (
+        UniqueConstraint("turn_id", "step_no"),
+        Index(
+            "ix_steps_open",
+            "status",
+            "lease_until",
+            postgresql_where=text("status IN ('pending', 'leased')"),
+        ),
+    )
+    id: Mapped[uuid.UUID] = _pk()
+    turn_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
+    step_no: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))  # model | tool | summarize
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempt: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    available_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+    published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    parent_step_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("steps.id"))
+    call_index: Mapped[int | None] = mapped_column(Integer)
+    tool_call_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    provider: Mapped[str | None] = mapped_column(String(100))
+    model: Mapped[str | None] = mapped_column(String(200))
+    input_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    output_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    cost_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), default=0, server_default="0")
+    latency_ms: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = _now()
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Message(Base):
+    __tablename__ = "messages"
+    __table_args__ = (
+        UniqueConstraint("session_id", "seq"),
+        UniqueConstraint("step_id", "role"),
+        Index(
+            "uq_messages_user_per_turn",
+            "turn_id",
+            unique=True,
+            postgresql_where=text("role = 'user'"),
+        ),
+    )
+    id: Mapped[uuid.UUID] = _pk()
+    session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text, default="")
+    tool_calls: Mapped[list[Any] | None] = mapped_column(JSONB)
+    tool_call_id: Mapped[str | None] = mapped_column(String(200))
+    name: Mapped[str | None] = mapped_column(String(200))
+    is_error: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
+    turn_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
+    step_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("steps.id", ondelete="CASCADE"))
+    created_at: Mapped[datetime] = _now()
+
+
+class ToolCallRow(Base):
+    __tablename__ = "tool_calls"
+    __table_args__ = (UniqueConstraint("step_id", "call_id"),)
+    id: Mapped[uuid.UUID] = _pk()
+    turn_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
+    step_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("steps.id", ondelete="CASCADE"))
+    call_id: Mapped[str] = mapped_column(String(200))
+    name: Mapped[str] = mapped_column(String(200))
+    arguments: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    result: Mapped[str | None] = mapped_column(Text)
+    is_error: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
+    truncated: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
+    latency_ms: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = _now()
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Decision(Base):
+    """Append-only audit: one row per model call and per tool call."""
+
+    __tablename__ = "decisions"
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), index=True)
+    session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    turn_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    step_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    kind: Mapped[str] = mapped_column(String(16))  # model | tool
+    name: Mapped[str] = mapped_column(String(200))
+    attempt: Mapped[int] = mapped_column(Integer, default=1)
+    input: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    output: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    is_error: Mapped[bool] = mapped_column(Boolean, default=False)
+    latency_ms: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = _now()

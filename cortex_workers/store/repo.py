@@ -1,0 +1,419 @@
+"""Tenants, keys, sessions, turns and messages: every query the product makes on them.
+
+Functions take an open SQLAlchemy session inside a transaction; the caller owns the commit.
+Steps, leases and the reconciler's queries are in `store.steps`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session as Db
+
+from .models import ApiKey, Message, Session, Tenant, ToolCallRow, Turn
+
+ACTIVE = ("queued", "running")
+TERMINAL = ("done", "failed", "cancelled")
+KEY_PREFIX = "cwk"
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+# -- tenants and API keys ------------------------------------------------------------------------
+
+
+def _hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def ensure_tenant(db: Db, name: str) -> Tenant:
+    """The tenant called `name`, created if missing."""
+    db.execute(insert(Tenant).values(id=uuid.uuid4(), name=name).on_conflict_do_nothing())
+    return db.execute(select(Tenant).where(Tenant.name == name)).scalar_one()
+
+
+def create_api_key(db: Db, tenant_id: uuid.UUID) -> str:
+    """A new key for the tenant; only its hash is stored, so this is the one chance to see it."""
+    prefix = secrets.token_hex(4)
+    key = f"{KEY_PREFIX}_{prefix}_{secrets.token_urlsafe(32)}"
+    db.add(ApiKey(tenant_id=tenant_id, prefix=prefix, key_hash=_hash_key(key)))
+    db.flush()
+    return key
+
+
+def tenant_for_key(db: Db, key: str) -> uuid.UUID | None:
+    """The tenant owning `key`, comparing hashes in constant time."""
+    parts = key.split("_", 2)
+    if len(parts) != 3 or parts[0] != KEY_PREFIX:
+        return None
+    candidate = _hash_key(key)
+    rows = db.execute(
+        select(ApiKey.tenant_id, ApiKey.key_hash).where(
+            ApiKey.prefix == parts[1], ApiKey.revoked_at.is_(None)
+        )
+    ).all()
+    for tenant_id, key_hash in rows:
+        if hmac.compare_digest(key_hash, candidate):
+            return tenant_id
+    return None
+
+
+# -- sessions and messages ----------------------------------------------------------------------
+
+
+def insert_session(db: Db, tenant_id: uuid.UUID, **fields: Any) -> Session:
+    row = Session(tenant_id=tenant_id, **fields)
+    db.add(row)
+    db.flush()
+    return row
+
+
+def get_session(
+    db: Db, session_id: uuid.UUID, *, tenant_id: uuid.UUID | None = None, lock: bool = False
+) -> Session | None:
+    """The session, scoped to `tenant_id` when given; `lock` takes its row lock."""
+    query = select(Session).where(Session.id == session_id)
+    if tenant_id is not None:
+        query = query.where(Session.tenant_id == tenant_id)
+    if lock:
+        query = query.with_for_update()
+    return db.execute(query).scalar_one_or_none()
+
+
+def allocate_message_seq(db: Db, session_id: uuid.UUID) -> int:
+    """The next message sequence number of the session (takes the session's row lock)."""
+    return db.execute(
+        update(Session)
+        .where(Session.id == session_id)
+        .values(last_message_seq=Session.last_message_seq + 1)
+        .returning(Session.last_message_seq)
+    ).scalar_one()
+
+
+def insert_message(
+    db: Db, *, session_id: uuid.UUID, role: str, content: str, **fields: Any
+) -> int | None:
+    """Store a message; returns its seq, or None when it was already stored (redelivery)."""
+    seq = allocate_message_seq(db, session_id)
+    stored = db.execute(
+        insert(Message)
+        .values(
+            id=uuid.uuid4(), session_id=session_id, seq=seq, role=role, content=content, **fields
+        )
+        .on_conflict_do_nothing()
+        .returning(Message.seq)
+    ).scalar_one_or_none()
+    return stored
+
+
+def list_messages(db: Db, session_id: uuid.UUID, *, after: int, limit: int) -> Sequence[Message]:
+    return (
+        db.execute(
+            select(Message)
+            .where(Message.session_id == session_id, Message.seq > after)
+            .order_by(Message.seq)
+            .limit(limit)
+        )
+        .scalars()
+        .all()
+    )
+
+
+def context_messages(db: Db, session_id: uuid.UUID, *, from_seq: int) -> Sequence[Message]:
+    """Messages the model may see: from `from_seq` on, in order."""
+    return (
+        db.execute(
+            select(Message)
+            .where(Message.session_id == session_id, Message.seq >= from_seq)
+            .order_by(Message.seq)
+        )
+        .scalars()
+        .all()
+    )
+
+
+def messages_between(db: Db, session_id: uuid.UUID, *, after: int, upto: int) -> Sequence[Message]:
+    return (
+        db.execute(
+            select(Message)
+            .where(Message.session_id == session_id, Message.seq > after, Message.seq <= upto)
+            .order_by(Message.seq)
+        )
+        .scalars()
+        .all()
+    )
+
+
+def turn_messages(db: Db, turn_id: uuid.UUID) -> Sequence[Message]:
+    return (
+        db.execute(select(Message).where(Message.turn_id == turn_id).order_by(Message.seq))
+        .scalars()
+        .all()
+    )
+
+
+def user_message_seq(db: Db, turn_id: uuid.UUID) -> int | None:
+    return db.execute(
+        select(Message.seq).where(Message.turn_id == turn_id, Message.role == "user")
+    ).scalar_one_or_none()
+
+
+def add_session_usage(
+    db: Db, session_id: uuid.UUID, *, input_tokens: int, output_tokens: int, cost: float
+) -> None:
+    db.execute(
+        update(Session)
+        .where(Session.id == session_id)
+        .values(
+            input_tokens=Session.input_tokens + input_tokens,
+            output_tokens=Session.output_tokens + output_tokens,
+            cost_usd=Session.cost_usd + cost,
+        )
+    )
+
+
+def next_model_call_index(db: Db, session_id: uuid.UUID) -> int:
+    """Number the session's model steps from 0 (the scripted provider's reply index)."""
+    return (
+        db.execute(
+            update(Session)
+            .where(Session.id == session_id)
+            .values(model_calls=Session.model_calls + 1)
+            .returning(Session.model_calls)
+        ).scalar_one()
+        - 1
+    )
+
+
+def fold_summary(
+    db: Db, session_id: uuid.UUID, *, expected_upto: int, upto: int, summary: str
+) -> bool:
+    """Replace the rolling summary if nobody folded it meanwhile."""
+    return (
+        db.execute(
+            update(Session)
+            .where(Session.id == session_id, Session.summary_upto_seq == expected_upto)
+            .values(summary=summary, summary_upto_seq=upto)
+            .returning(Session.id)
+        ).first()
+        is not None
+    )
+
+
+# -- turns --------------------------------------------------------------------------------------
+
+
+def get_turn(
+    db: Db, turn_id: uuid.UUID, *, tenant_id: uuid.UUID | None = None, lock: bool = False
+) -> Turn | None:
+    query = select(Turn).where(Turn.id == turn_id)
+    if tenant_id is not None:
+        query = query.where(Turn.tenant_id == tenant_id)
+    if lock:
+        query = query.with_for_update()
+    return db.execute(query).scalar_one_or_none()
+
+
+def turn_by_idempotency_key(db: Db, tenant_id: uuid.UUID, key: str) -> Turn | None:
+    return db.execute(
+        select(Turn).where(Turn.tenant_id == tenant_id, Turn.idempotency_key == key)
+    ).scalar_one_or_none()
+
+
+def active_turns(db: Db, session_id: uuid.UUID) -> Sequence[Turn]:
+    """Running and queued turns of the session, oldest first."""
+    return (
+        db.execute(
+            select(Turn)
+            .where(Turn.session_id == session_id, Turn.status.in_(ACTIVE))
+            .order_by(Turn.seq)
+        )
+        .scalars()
+        .all()
+    )
+
+
+def insert_turn(db: Db, session: Session, **fields: Any) -> Turn:
+    session.last_turn_seq += 1
+    row = Turn(
+        tenant_id=session.tenant_id,
+        session_id=session.id,
+        seq=session.last_turn_seq,
+        status="queued",
+        **fields,
+    )
+    db.add(row)
+    db.flush()
+    return row
+
+
+def start_turn(db: Db, turn: Turn, *, timeout_s: float) -> None:
+    turn.status = "running"
+    turn.started_at = now()
+    turn.deadline = turn.started_at + timedelta(seconds=timeout_s)
+    db.flush()
+
+
+def end_turn(
+    db: Db,
+    turn_id: uuid.UUID,
+    *,
+    status: str,
+    from_statuses: Sequence[str] = ACTIVE,
+    answer: str | None = None,
+    error: dict[str, Any] | None = None,
+) -> Turn | None:
+    """Move a turn to a terminal status if it is still in `from_statuses`; None otherwise."""
+    values: dict[str, Any] = {"status": status, "finished_at": now()}
+    if answer is not None:
+        values["answer"] = answer
+    if error is not None:
+        values["error"] = error
+    return db.execute(
+        update(Turn)
+        .where(Turn.id == turn_id, Turn.status.in_(from_statuses))
+        .values(**values)
+        .returning(Turn)
+    ).scalar_one_or_none()
+
+
+def add_turn_usage(
+    db: Db,
+    turn_id: uuid.UUID,
+    *,
+    input_tokens: int,
+    output_tokens: int,
+    cost: float,
+    model_steps: int = 0,
+) -> None:
+    db.execute(
+        update(Turn)
+        .where(Turn.id == turn_id)
+        .values(
+            input_tokens=Turn.input_tokens + input_tokens,
+            output_tokens=Turn.output_tokens + output_tokens,
+            cost_usd=Turn.cost_usd + cost,
+            model_steps=Turn.model_steps + model_steps,
+        )
+    )
+
+
+def sessions_needing_promotion(db: Db, *, limit: int = 100) -> Sequence[uuid.UUID]:
+    """Sessions with a queued turn and none running (a lost promotion)."""
+    running = select(Turn.session_id).where(Turn.status == "running")
+    return (
+        db.execute(
+            select(Turn.session_id)
+            .where(Turn.status == "queued", Turn.session_id.not_in(running))
+            .distinct()
+            .limit(limit)
+        )
+        .scalars()
+        .all()
+    )
+
+
+def overdue_turns(db: Db, *, limit: int = 100) -> Sequence[uuid.UUID]:
+    return (
+        db.execute(
+            select(Turn.id)
+            .where(Turn.status == "running", Turn.deadline < func.now())
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        .scalars()
+        .all()
+    )
+
+
+# -- tool calls ---------------------------------------------------------------------------------
+
+
+def insert_tool_call(
+    db: Db,
+    *,
+    turn_id: uuid.UUID,
+    step_id: uuid.UUID,
+    call_id: str,
+    name: str,
+    arguments: dict[str, Any],
+) -> uuid.UUID | None:
+    return db.execute(
+        insert(ToolCallRow)
+        .values(
+            id=uuid.uuid4(),
+            turn_id=turn_id,
+            step_id=step_id,
+            call_id=call_id,
+            name=name,
+            arguments=arguments,
+        )
+        .on_conflict_do_nothing()
+        .returning(ToolCallRow.id)
+    ).scalar_one_or_none()
+
+
+def get_tool_call(db: Db, tool_call_id: uuid.UUID) -> ToolCallRow | None:
+    return db.get(ToolCallRow, tool_call_id)
+
+
+def record_tool_result(
+    db: Db,
+    tool_call_id: uuid.UUID,
+    *,
+    result: str,
+    is_error: bool,
+    truncated: bool,
+    latency_ms: int,
+) -> bool:
+    """Store the result once; False when it was already stored."""
+    return (
+        db.execute(
+            update(ToolCallRow)
+            .where(ToolCallRow.id == tool_call_id, ToolCallRow.status == "pending")
+            .values(
+                status="done",
+                result=result,
+                is_error=is_error,
+                truncated=truncated,
+                latency_ms=latency_ms,
+                finished_at=now(),
+            )
+            .returning(ToolCallRow.id)
+        ).first()
+        is not None
+    )
+
+
+def tool_calls_of_turn(db: Db, turn_id: uuid.UUID) -> Sequence[ToolCallRow]:
+    return (
+        db.execute(
+            select(ToolCallRow)
+            .where(ToolCallRow.turn_id == turn_id)
+            .order_by(ToolCallRow.created_at)
+        )
+        .scalars()
+        .all()
+    )
+
+
+def tool_calls_of_step(db: Db, step_id: uuid.UUID) -> Sequence[ToolCallRow]:
+    return (
+        db.execute(
+            select(ToolCallRow)
+            .where(ToolCallRow.step_id == step_id)
+            .order_by(ToolCallRow.created_at)
+        )
+        .scalars()
+        .all()
+    )

@@ -1,0 +1,229 @@
+"""Steps: creation, lease claims fenced by attempt, retries, and the reconciler's queries."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session as Db
+
+from .models import Decision, Step, Turn
+from .repo import now
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A step this worker now holds: `attempt` fences every later write."""
+
+    step_id: uuid.UUID
+    turn_id: uuid.UUID
+    step_no: int
+    kind: str
+    attempt: int
+    parent_step_id: uuid.UUID | None
+    call_index: int | None
+    tool_call_id: uuid.UUID | None
+
+
+def insert_step(
+    db: Db, *, turn_id: uuid.UUID, step_no: int, kind: str, **fields: Any
+) -> uuid.UUID | None:
+    """Create a pending step; None if (turn, step_no) exists already (a redelivered writer)."""
+    return db.execute(
+        insert(Step)
+        .values(
+            id=uuid.uuid4(),
+            turn_id=turn_id,
+            step_no=step_no,
+            kind=kind,
+            status="pending",
+            published_at=func.now(),
+            **fields,
+        )
+        .on_conflict_do_nothing()
+        .returning(Step.id)
+    ).scalar_one_or_none()
+
+
+def last_step_no(db: Db, turn_id: uuid.UUID) -> int:
+    return db.execute(
+        select(func.coalesce(func.max(Step.step_no), 0)).where(Step.turn_id == turn_id)
+    ).scalar_one()
+
+
+def claim_step(db: Db, step_id: uuid.UUID, *, lease_s: float) -> Claim | None:
+    """Lease a pending (or lease-expired) step of a live turn; None means someone else has it."""
+    live_turn = select(Turn.id).where(Turn.id == Step.turn_id, Turn.status == "running")
+    row = db.execute(
+        update(Step)
+        .where(
+            Step.id == step_id,
+            or_(
+                Step.status == "pending",
+                and_(Step.status == "leased", Step.lease_until < func.now()),
+            ),
+            Step.available_at <= func.now() + timedelta(seconds=1),
+            or_(Step.kind == "summarize", live_turn.exists()),
+        )
+        .values(
+            status="leased",
+            attempt=Step.attempt + 1,
+            lease_until=func.now() + timedelta(seconds=lease_s),
+        )
+        .returning(
+            Step.id,
+            Step.turn_id,
+            Step.step_no,
+            Step.kind,
+            Step.attempt,
+            Step.parent_step_id,
+            Step.call_index,
+            Step.tool_call_id,
+        )
+    ).first()
+    return Claim(*row) if row else None
+
+
+def renew_lease(db: Db, step_id: uuid.UUID, attempt: int, *, lease_s: float) -> bool:
+    """Extend our lease; False when the step is no longer ours or its turn has ended."""
+    live_turn = select(Turn.id).where(Turn.id == Step.turn_id, Turn.status == "running")
+    return (
+        db.execute(
+            update(Step)
+            .where(
+                Step.id == step_id,
+                Step.attempt == attempt,
+                Step.status == "leased",
+                or_(Step.kind == "summarize", live_turn.exists()),
+            )
+            .values(lease_until=func.now() + timedelta(seconds=lease_s))
+            .returning(Step.id)
+        ).first()
+        is not None
+    )
+
+
+def finish_step(db: Db, step_id: uuid.UUID, attempt: int, **fields: Any) -> bool:
+    """Mark our attempt done; False means a newer attempt owns the step (we are a zombie)."""
+    return (
+        db.execute(
+            update(Step)
+            .where(Step.id == step_id, Step.attempt == attempt, Step.status == "leased")
+            .values(status="done", finished_at=now(), lease_until=None, **fields)
+            .returning(Step.id)
+        ).first()
+        is not None
+    )
+
+
+def release_for_retry(
+    db: Db, step_id: uuid.UUID, attempt: int, *, delay_s: float, error: dict[str, Any]
+) -> bool:
+    """Give the step back as pending, available after `delay_s`."""
+    return (
+        db.execute(
+            update(Step)
+            .where(Step.id == step_id, Step.attempt == attempt, Step.status == "leased")
+            .values(
+                status="pending",
+                lease_until=None,
+                error=error,
+                available_at=func.now() + timedelta(seconds=delay_s),
+                published_at=func.now(),
+            )
+            .returning(Step.id)
+        ).first()
+        is not None
+    )
+
+
+def fail_step(db: Db, step_id: uuid.UUID, *, error: dict[str, Any]) -> None:
+    db.execute(
+        update(Step)
+        .where(Step.id == step_id, Step.status.in_(("pending", "leased")))
+        .values(status="failed", error=error, finished_at=now(), lease_until=None)
+    )
+
+
+def cancel_open_steps(db: Db, turn_id: uuid.UUID) -> None:
+    db.execute(
+        update(Step)
+        .where(
+            Step.turn_id == turn_id,
+            Step.status.in_(("pending", "leased")),
+            Step.kind != "summarize",
+        )
+        .values(status="cancelled", finished_at=now(), lease_until=None)
+    )
+
+
+def get_step(db: Db, step_id: uuid.UUID, *, lock: bool = False) -> Step | None:
+    query = select(Step).where(Step.id == step_id)
+    if lock:
+        query = query.with_for_update()
+    return db.execute(query).scalar_one_or_none()
+
+
+def steps_of_turn(db: Db, turn_id: uuid.UUID) -> Sequence[Step]:
+    return (
+        db.execute(select(Step).where(Step.turn_id == turn_id).order_by(Step.step_no))
+        .scalars()
+        .all()
+    )
+
+
+def open_children(db: Db, parent_step_id: uuid.UUID) -> int:
+    """Tool steps of a model step that have not finished."""
+    return db.execute(
+        select(func.count()).where(
+            Step.parent_step_id == parent_step_id,
+            Step.kind == "tool",
+            Step.status.in_(("pending", "leased")),
+        )
+    ).scalar_one()
+
+
+def stale_steps(db: Db, *, republish_after_s: float, limit: int = 200) -> Sequence[Step]:
+    """Steps whose delivery was lost: pending and unclaimed too long, or with an expired lease.
+
+    Rows are locked with SKIP LOCKED so two reconcilers never take the same step.
+    """
+    cutoff = func.now() - timedelta(seconds=republish_after_s)
+    return (
+        db.execute(
+            select(Step)
+            .where(
+                or_(
+                    and_(
+                        Step.status == "pending",
+                        Step.available_at < cutoff,
+                        or_(Step.published_at.is_(None), Step.published_at < cutoff),
+                    ),
+                    and_(Step.status == "leased", Step.lease_until < func.now()),
+                )
+            )
+            .order_by(Step.created_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        .scalars()
+        .all()
+    )
+
+
+def mark_republished(db: Db, step: Step) -> None:
+    """Back to pending (fencing out the old lease holder) and stamped as published now."""
+    step.status = "pending"
+    step.lease_until = None
+    step.published_at = now()
+    db.flush()
+
+
+def record_decision(db: Db, **fields: Any) -> None:
+    """Append one audit row."""
+    db.add(Decision(**fields))

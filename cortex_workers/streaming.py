@@ -1,0 +1,162 @@
+"""Redis Streams of turn events: key names, publishing (workers), reading (API).
+
+Every entry has an explicit id so that writes are idempotent and fenced:
+- a model step's events: `{step_no*1000 + attempt}-{chunk}`; a retried XADD of the same id is
+  rejected, and once a newer attempt has written, every write of an older one is rejected;
+- a tool batch's results: `{model_step_no*1000 + 999}-*` (after the model step, before the next);
+- the terminal `error` and `done`: `{TERMINAL_MS}-0` and `{TERMINAL_MS}-1`, so they are written
+  once, and nothing can be appended after `done`.
+Each entry holds two fields: `event` (the SSE event name) and `data` (JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+from redis.exceptions import ResponseError
+
+TERMINAL_MS = 9_999_999_999_999
+TOOL_BATCH_SLOT = 999
+KEY_PREFIX = "cortex"
+
+
+def stream_key(turn_id: uuid.UUID | str) -> str:
+    return f"{KEY_PREFIX}:turn:{turn_id}:events"
+
+
+def cancel_key(turn_id: uuid.UUID | str) -> str:
+    """Set while a turn is being cancelled; running model steps poll it between tokens."""
+    return f"{KEY_PREFIX}:turn:{turn_id}:cancel"
+
+
+def tool_batch_ms(model_step_no: int) -> int:
+    return model_step_no * 1000 + TOOL_BATCH_SLOT
+
+
+def _is_stale_id(exc: ResponseError) -> bool:
+    return "equal or smaller" in str(exc)
+
+
+def _fields(event: str, data: dict[str, Any]) -> dict[str, str]:
+    return {"event": event, "data": json.dumps(data, ensure_ascii=False, default=str)}
+
+
+@dataclass
+class StepStream:
+    """The writer of one attempt of one step. `emit` returns False once the attempt is fenced."""
+
+    client: redis.Redis
+    turn_id: uuid.UUID
+    step_no: int
+    attempt: int
+    ttl_s: int
+    chunk: int = field(default=0)
+    fenced: bool = field(default=False)
+
+    @property
+    def ms(self) -> int:
+        return self.step_no * 1000 + self.attempt
+
+    def emit(self, event: str, data: dict[str, Any]) -> bool:
+        if self.fenced:
+            return False
+        key = stream_key(self.turn_id)
+        try:
+            if self.chunk == 0:
+                pipe = self.client.pipeline(transaction=False)
+                pipe.xadd(key, _fields(event, data), id=f"{self.ms}-0")
+                pipe.expire(key, self.ttl_s)
+                pipe.execute()
+            else:
+                self.client.xadd(key, _fields(event, data), id=f"{self.ms}-{self.chunk}")
+        except ResponseError as exc:
+            if not _is_stale_id(exc):
+                raise
+            self.fenced = True
+            return False
+        self.chunk += 1
+        return True
+
+
+def emit_tool_result(
+    client: redis.Redis, turn_id: uuid.UUID, *, model_step_no: int, data: dict[str, Any]
+) -> bool:
+    """Append a tool result after its model step's events; False if the turn has moved on."""
+    try:
+        client.execute_command(
+            "XADD",
+            stream_key(turn_id),
+            f"{tool_batch_ms(model_step_no)}-*",
+            *[x for kv in _fields("tool_result", data).items() for x in kv],
+        )
+    except ResponseError as exc:
+        if not _is_stale_id(exc):
+            raise
+        return False
+    return True
+
+
+def tool_results_emitted(
+    client: redis.Redis, turn_id: uuid.UUID, *, model_step_no: int
+) -> set[str]:
+    """Call ids whose `tool_result` is already in the stream for this tool batch."""
+    ms = tool_batch_ms(model_step_no)
+    entries = client.xrange(stream_key(turn_id), min=f"{ms}-0", max=f"{ms}-18446744073709551615")
+    ids = set()
+    for _, fields in entries:
+        ids.add(json.loads(fields[b"data"]).get("id"))
+    return ids
+
+
+def emit_terminal(
+    client: redis.Redis,
+    turn_id: uuid.UUID,
+    *,
+    done: dict[str, Any],
+    error: dict[str, Any] | None = None,
+    ttl_s: int,
+) -> None:
+    """Write the turn's `error` (if any) and `done` once; repeating this is harmless."""
+    key = stream_key(turn_id)
+    for seq, event, data in ((0, "error", error), (1, "done", done)):
+        if data is None:
+            continue
+        try:
+            client.xadd(key, _fields(event, data), id=f"{TERMINAL_MS}-{seq}")
+        except ResponseError as exc:
+            if not _is_stale_id(exc):
+                raise
+    client.expire(key, ttl_s)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One stream entry as the SSE layer sends it."""
+
+    id: str
+    event: str
+    data: str
+
+    @property
+    def is_done(self) -> bool:
+        return self.event == "done"
+
+
+def decode_entry(entry_id: bytes | str, fields: dict[Any, Any]) -> Entry:
+    def text(value: Any) -> str:
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    norm = {text(k): text(v) for k, v in fields.items()}
+    return Entry(id=text(entry_id), event=norm.get("event", "message"), data=norm.get("data", "{}"))
+
+
+def parse_entry_id(value: str) -> tuple[int, int] | None:
+    """`"1001-3"` → (1001, 3); None when it is not a stream id."""
+    ms, sep, seq = value.partition("-")
+    if not sep or not ms.isdigit() or not seq.isdigit():
+        return None
+    return int(ms), int(seq)

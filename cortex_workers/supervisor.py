@@ -1,0 +1,143 @@
+"""`cortex-workers dev`: the whole stack in one command, restarted when a part dies."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+from .admin import create_key, key_is_valid, migrate, use_embedded_if_unset
+from .settings import get_settings
+
+log = logging.getLogger("cortex_workers.dev")
+
+DEV_TENANT = "dev"
+WORKER_QUEUES = ("llm", "tools", "summarize,maintenance")
+
+
+@dataclass
+class Child:
+    """One supervised process."""
+
+    name: str
+    argv: list[str]
+    proc: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    next_start: float = 0.0
+
+    def start(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(self.argv, env=env, start_new_session=True)
+        log.info("started %s (pid %d): %s", self.name, self.proc.pid, " ".join(self.argv[1:]))
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+@dataclass
+class Supervisor:
+    children: list[Child]
+    env: dict[str, str]
+    stopping: bool = field(default=False)
+
+    def _on_signal(self, signum: int, _: FrameType | None) -> None:
+        log.info("received %s, stopping", signal.Signals(signum).name)
+        self.stopping = True
+
+    def run(self) -> None:
+        signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGTERM, self._on_signal)
+        for child in self.children:
+            child.start(self.env)
+        while not self.stopping:
+            time.sleep(0.5)
+            for child in self.children:
+                self._keep_alive(child)
+        for child in reversed(self.children):
+            child.stop()
+
+    def _keep_alive(self, child: Child) -> None:
+        if child.proc is None or child.proc.poll() is None or self.stopping:
+            return
+        now = time.monotonic()
+        if child.next_start == 0.0:
+            delay = min(30.0, 0.5 * 2 ** min(child.restarts, 6))
+            child.next_start = now + delay
+            log.warning(
+                "%s exited with %s; restarting in %.1fs", child.name, child.proc.returncode, delay
+            )
+            return
+        if now >= child.next_start:
+            child.restarts += 1
+            child.next_start = 0.0
+            child.start(self.env)
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "cortex_workers.cli", *args]
+
+
+def dev_key(data_dir: Path) -> str:
+    """The dev tenant's key: the one in `<data-dir>/api-key` if still valid, else a new one."""
+    path = data_dir / "api-key"
+    if path.exists():
+        key = path.read_text().strip()
+        if key and key_is_valid(key):
+            return key
+    key = create_key(DEV_TENANT)
+    path.write_text(key + "\n")
+    path.chmod(0o600)
+    return key
+
+
+def banner(key: str, host: str, port: int, data_dir: Path) -> str:
+    base = f"http://{host}:{port}"
+    return f"""
+cortex-workers is running: API {base} (docs {base}/docs), data in {data_dir}
+API key (also in {data_dir / "api-key"}):
+  {key}
+Try it:
+  export CW_KEY=$(cat {data_dir / "api-key"})
+  curl -s -X POST {base}/v1/sessions -H "Authorization: Bearer $CW_KEY" \\
+       -H 'Content-Type: application/json' -d '{{"name": "hello"}}'
+Ctrl-C stops everything.
+"""
+
+
+def run_dev(*, data_dir: Path, port: int, host: str) -> int:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    stack = use_embedded_if_unset(data_dir)
+    try:
+        migrate()
+        key = dev_key(data_dir)
+        settings = get_settings()
+        env = {
+            **os.environ,
+            "DATABASE_URL": settings.database_url,
+            "REDIS_URL": settings.redis_url,
+            "PYTHONUNBUFFERED": "1",
+        }
+        if settings.broker_url:
+            env["CELERY_BROKER_URL"] = settings.broker_url
+        children = [Child("api", _cli("api", "--host", host, "--port", str(port)))]
+        children += [Child(f"worker[{q}]", _cli("worker", "--queues", q)) for q in WORKER_QUEUES]
+        children.append(Child("beat", _cli("beat")))
+        print(banner(key, host, port, data_dir), flush=True)
+        Supervisor(children, env).run()
+    finally:
+        if stack is not None:
+            stack.stop()  # type: ignore[attr-defined]
+    log.info("stopped")
+    return 0

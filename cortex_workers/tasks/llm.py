@@ -1,0 +1,15 @@
+"""Queue `llm`: model steps."""
+
+from __future__ import annotations
+
+import uuid
+
+from celery import shared_task
+
+from ..dispatch import publish
+from ..turns.model_step import run_model_step as run
+
+
+@shared_task(name="cortex.llm.run_model_step", ignore_result=True)
+def run_model_step(step_id: str) -> None:
+    publish(run(uuid.UUID(step_id)))

@@ -1,0 +1,15 @@
+"""Queue `tools`: one task per tool call."""
+
+from __future__ import annotations
+
+import uuid
+
+from celery import shared_task
+
+from ..dispatch import publish
+from ..turns.tool_step import run_tool_step as run
+
+
+@shared_task(name="cortex.tools.run_tool_step", ignore_result=True)
+def run_tool_step(step_id: str) -> None:
+    publish(run(uuid.UUID(step_id)))

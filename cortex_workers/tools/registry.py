@@ -1,0 +1,150 @@
+"""Tool definitions and the registry the model's tool calls are resolved against."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from cortex_workers.messages import ToolSpec
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""Tool names every provider accepts (OpenAI and Anthropic share this rule)."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A callable the model may use.
+
+    `parameters` is a JSON Schema (Draft 2020-12) object schema for the arguments;
+    `fn` is called with the validated arguments as keyword arguments. `timeout_s`
+    of None means the caller's default applies. `read_only` tells the caller the
+    tool has no side effects (so a retried step may safely call it again).
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: Callable[..., Any]
+    timeout_s: float | None = None
+    read_only: bool = True
+
+    def spec(self) -> ToolSpec:
+        """The tool as offered to the model."""
+        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+
+
+def _check_tool(tool: Tool) -> None:
+    if not isinstance(tool.name, str) or not _NAME_RE.fullmatch(tool.name):
+        raise ValueError(f"tool name {tool.name!r} must match {_NAME_RE.pattern}")
+    if not callable(tool.fn):
+        raise ValueError(f"tool {tool.name!r}: fn is not callable")
+    if tool.timeout_s is not None and not tool.timeout_s > 0:
+        raise ValueError(f"tool {tool.name!r}: timeout_s must be positive, got {tool.timeout_s}")
+    if not isinstance(tool.parameters, dict) or tool.parameters.get("type") != "object":
+        raise ValueError(f"tool {tool.name!r}: parameters must be a JSON Schema with type 'object'")
+    try:
+        Draft202012Validator.check_schema(tool.parameters)
+    except SchemaError as exc:
+        raise ValueError(
+            f"tool {tool.name!r} has an invalid parameters schema: {exc.message}"
+        ) from exc
+
+
+class ToolRegistry:
+    """Tools by name. Registration is checked; lookups are cheap and thread-safe."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._lock = threading.Lock()
+
+    def register(self, tool: Tool) -> None:
+        """Add `tool`; ValueError if its name is taken or its definition is invalid."""
+        _check_tool(tool)
+        with self._lock:
+            if tool.name in self._tools:
+                raise ValueError(f"tool {tool.name!r} is already registered")
+            self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called `name`, or None."""
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        """All registered tool names, sorted."""
+        return sorted(self._tools)
+
+    def specs(self, names: Sequence[str] | None = None) -> list[ToolSpec]:
+        """Specs of the named tools in the order given (None: all, sorted by name).
+
+        Raises ValueError naming any unknown tools.
+        """
+        wanted = self.names() if names is None else list(names)
+        unknown = [n for n in wanted if n not in self._tools]
+        if unknown:
+            raise ValueError(
+                f"unknown tool(s): {', '.join(unknown)}; available: {', '.join(self.names())}"
+            )
+        return [self._tools[n].spec() for n in wanted]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+
+def tool(
+    name: str,
+    *,
+    description: str,
+    parameters: dict[str, Any],
+    timeout_s: float | None = None,
+    read_only: bool = True,
+    registry: ToolRegistry | None = None,
+) -> Callable[[F], F]:
+    """Decorator: register the function as tool `name` and return it unchanged.
+
+    Registers into `registry`, or into `default_registry()` when None.
+    """
+
+    def decorate(fn: F) -> F:
+        target = registry if registry is not None else default_registry()
+        target.register(
+            Tool(
+                name=name,
+                description=description,
+                parameters=parameters,
+                fn=fn,
+                timeout_s=timeout_s,
+                read_only=read_only,
+            )
+        )
+        return fn
+
+    return decorate
+
+
+_default: ToolRegistry | None = None
+_default_lock = threading.Lock()
+
+
+def default_registry() -> ToolRegistry:
+    """The process-wide registry, created on first call with the built-in tools in it."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                from cortex_workers.tools.builtin import register_builtins
+
+                registry = ToolRegistry()
+                register_builtins(registry)
+                _default = registry
+    return _default

@@ -1,0 +1,1 @@
+"""The turn loop as plain functions: no Celery, no HTTP. Each returns the steps to publish."""

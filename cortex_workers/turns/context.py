@@ -1,0 +1,133 @@
+"""What the model sees: system prompt, rolling summary, the recent window and this turn."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session as Db
+
+from ..errors import TerminalError
+from ..messages import Message, ToolCall, ToolSpec
+from ..runtime import Runtime
+from ..store import repo
+from ..store import steps as step_store
+from ..store.models import Message as MessageRow
+from ..store.steps import Claim
+
+
+@dataclass(frozen=True, slots=True)
+class ModelContext:
+    """Everything a model step needs, read in one transaction."""
+
+    session_id: uuid.UUID
+    tenant_id: uuid.UUID
+    turn_id: uuid.UUID
+    provider: str
+    model: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...]
+    script: tuple[dict[str, Any], ...] | None
+    depth: int
+    """This step's position among the turn's model steps, from 1."""
+    parent_step_no: int | None
+    """The previous model step of the turn, whose tool results this step reads."""
+
+
+def window_start(*, summary_upto: int, last_seq: int, window: int, turn_start: int) -> int:
+    """First message seq in view: the last `window` messages, and always the whole turn."""
+    return min(turn_start, max(summary_upto + 1, last_seq - window + 1))
+
+
+def to_message(row: MessageRow) -> Message:
+    calls = tuple(
+        ToolCall(c["id"], c["name"], c.get("arguments", {})) for c in row.tool_calls or ()
+    )
+    role = row.role if row.role in ("user", "assistant", "tool", "system") else "user"
+    return Message(
+        role=role,
+        content=row.content,
+        tool_calls=calls,  # type: ignore[arg-type]
+        tool_call_id=row.tool_call_id,
+        name=row.name,
+        is_error=row.is_error,
+    )
+
+
+def coherent(messages: Sequence[Message]) -> list[Message]:
+    """Drop tool results whose call is out of view and calls whose result never came."""
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    asked: set[str] = set()
+    out: list[Message] = []
+    for m in messages:
+        if m.role == "tool":
+            if m.tool_call_id in asked:
+                out.append(m)
+            continue
+        if m.tool_calls:
+            kept = tuple(c for c in m.tool_calls if c.id in answered)
+            asked.update(c.id for c in kept)
+            if not kept and not m.content:
+                continue
+            m = Message(role=m.role, content=m.content, tool_calls=kept)
+        out.append(m)
+    return out
+
+
+def system_messages(system_prompt: str, summary: str) -> list[Message]:
+    out = [Message(role="system", content=system_prompt)] if system_prompt else []
+    if summary:
+        out.append(
+            Message(role="system", content=f"Summary of the earlier conversation:\n{summary}")
+        )
+    return out
+
+
+def load_model_context(rt: Runtime, db: Db, claim: Claim) -> ModelContext:
+    turn = repo.get_turn(db, claim.turn_id)
+    assert turn is not None
+    session = repo.get_session(db, turn.session_id)
+    assert session is not None
+    turn_start = repo.user_message_seq(db, turn.id) or session.last_message_seq
+    start = window_start(
+        summary_upto=session.summary_upto_seq,
+        last_seq=session.last_message_seq,
+        window=rt.settings.history_window,
+        turn_start=turn_start,
+    )
+    rows = repo.context_messages(db, session.id, from_seq=start)
+    system_prompt = (
+        session.system_prompt if session.system_prompt is not None else (rt.settings.system_prompt)
+    )
+    messages = system_messages(system_prompt, session.summary) + coherent(
+        [to_message(r) for r in rows]
+    )
+    provider = session.provider or rt.providers.default_provider()
+    parent_no = None
+    if claim.parent_step_id is not None:
+        parent = step_store.get_step(db, claim.parent_step_id)
+        parent_no = parent.step_no if parent else None
+    script = (session.metadata_ or {}).get("script")
+    return ModelContext(
+        session_id=session.id,
+        tenant_id=session.tenant_id,
+        turn_id=turn.id,
+        provider=provider,
+        model=session.model or rt.providers.default_model(provider),
+        messages=tuple(messages),
+        tools=tuple(_tool_specs(rt, session.tools)),
+        script=tuple(script) if script else None,
+        depth=turn.model_steps + 1,
+        parent_step_no=parent_no,
+    )
+
+
+def _tool_specs(rt: Runtime, names: list[Any] | None) -> list[ToolSpec]:
+    try:
+        return rt.tools.specs(names)
+    except ValueError as exc:
+        raise TerminalError(
+            f"the session names a tool that is not registered: {exc}", code="tool_unknown"
+        ) from exc

@@ -1,0 +1,138 @@
+"""Starting and ending turns: promotion of the next queued turn, terminal status and events.
+
+Lock order everywhere: session row, then turn rows, then step rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session as Db
+
+from ..runtime import Runtime
+from ..store import repo
+from ..store import steps as step_store
+from ..store.db import transaction
+from ..store.models import Turn
+from ..streaming import cancel_key, emit_terminal
+from .steps import NextStep, step_ref
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """A turn that reached a terminal status in this transaction; announce it after commit."""
+
+    turn_id: uuid.UUID
+    status: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    error: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, turn: Turn) -> Ended:
+        return cls(
+            turn.id,
+            turn.status,
+            turn.input_tokens,
+            turn.output_tokens,
+            float(turn.cost_usd),
+            turn.error,
+        )
+
+    def done_event(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens},
+            "cost_usd": self.cost_usd,
+        }
+
+
+def create_model_step(
+    db: Db,
+    *,
+    turn_id: uuid.UUID,
+    session_id: uuid.UUID,
+    step_no: int,
+    parent_step_id: uuid.UUID | None = None,
+) -> list[NextStep]:
+    call_index = repo.next_model_call_index(db, session_id)
+    step_id = step_store.insert_step(
+        db,
+        turn_id=turn_id,
+        step_no=step_no,
+        kind="model",
+        parent_step_id=parent_step_id,
+        call_index=call_index,
+    )
+    return step_ref(step_id, "model")
+
+
+def promote_next(rt: Runtime, db: Db, session_id: uuid.UUID) -> list[NextStep]:
+    """Start the session's oldest queued turn if none is running. Caller holds the session lock."""
+    active = repo.active_turns(db, session_id)
+    if not active or any(t.status == "running" for t in active):
+        return []
+    turn = active[0]
+    repo.start_turn(db, turn, timeout_s=rt.settings.turn_timeout_s)
+    repo.insert_message(
+        db, session_id=session_id, role="user", content=turn.content, turn_id=turn.id
+    )
+    return create_model_step(db, turn_id=turn.id, session_id=session_id, step_no=1)
+
+
+def end_turn(
+    rt: Runtime,
+    db: Db,
+    *,
+    session_id: uuid.UUID,
+    turn_id: uuid.UUID,
+    status: str,
+    error: dict[str, Any] | None = None,
+    answer: str | None = None,
+) -> tuple[Ended | None, list[NextStep]]:
+    """End an active turn, cancel its open steps and promote the next queued turn.
+
+    Caller holds the session lock. Returns (None, []) when the turn had already ended.
+    """
+    turn = repo.end_turn(db, turn_id, status=status, error=error, answer=answer)
+    if turn is None:
+        return None, []
+    step_store.cancel_open_steps(db, turn_id)
+    return Ended.of(turn), promote_next(rt, db, session_id)
+
+
+def fail_turn(
+    rt: Runtime, *, turn_id: uuid.UUID, code: str, message: str
+) -> tuple[Ended | None, list[NextStep]]:
+    """Fail a turn visibly in its own transaction (after commit, call `announce`)."""
+    with transaction(rt.db) as db:
+        turn = repo.get_turn(db, turn_id)
+        if turn is None:
+            return None, []
+        repo.get_session(db, turn.session_id, lock=True)
+        return end_turn(
+            rt,
+            db,
+            session_id=turn.session_id,
+            turn_id=turn_id,
+            status="failed",
+            error={"code": code, "message": message},
+        )
+
+
+def announce(rt: Runtime, ended: Ended | None) -> None:
+    """Write the ended turn's `error` and `done` events (idempotent)."""
+    if ended is None:
+        return
+    if ended.status == "cancelled":
+        rt.redis.set(cancel_key(ended.turn_id), "1", ex=rt.settings.stream_ttl_s)
+    emit_terminal(
+        rt.redis,
+        ended.turn_id,
+        done=ended.done_event(),
+        error=ended.error,
+        ttl_s=rt.settings.stream_ttl_s,
+    )

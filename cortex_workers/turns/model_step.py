@@ -1,0 +1,392 @@
+"""A model step: claim, read context, stream the completion, store it, decide what comes next."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import RetryableError, TerminalError
+from ..messages import (
+    Completion,
+    FinishEvent,
+    ModelRequest,
+    TextDelta,
+    ToolCallEvent,
+    UsageEvent,
+)
+from ..runtime import Runtime, get_runtime
+from ..store import repo
+from ..store import steps as step_store
+from ..store.db import transaction
+from ..store.steps import Claim
+from ..streaming import StepStream, cancel_key, emit_tool_result, tool_results_emitted
+from .context import ModelContext, load_model_context
+from .lifecycle import Ended, announce, end_turn, fail_turn
+from .steps import NextStep, step_ref
+
+log = logging.getLogger(__name__)
+
+DEPTH_NOTICE = (
+    "I stopped here: this turn reached its limit of {cap} model steps without a final answer. "
+    "Ask again, perhaps with a narrower request, to continue."
+)
+
+
+class Interrupted(Exception):
+    """The step lost its lease or its turn ended while streaming."""
+
+
+@dataclass
+class _Watch:
+    """Between tokens: renew the lease now and then, and notice a cancelled turn quickly."""
+
+    rt: Runtime
+    claim: Claim
+    renew_every: float
+    next_renew: float = 0.0
+    next_cancel_check: float = 0.0
+
+    def check(self) -> None:
+        now = time.monotonic()
+        if now >= self.next_cancel_check:
+            self.next_cancel_check = now + 0.05
+            if self.rt.redis.exists(cancel_key(self.claim.turn_id)):
+                raise Interrupted("turn cancelled")
+        if now >= self.next_renew:
+            self.next_renew = now + self.renew_every
+            with transaction(self.rt.db) as db:
+                if not step_store.renew_lease(
+                    db, self.claim.step_id, self.claim.attempt, lease_s=self.rt.settings.lease_s
+                ):
+                    raise Interrupted("lease lost or turn ended")
+
+
+def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
+    """Run one delivery of a model step; returns the steps to publish next."""
+    rt = get_runtime()
+    with transaction(rt.db) as db:
+        claim = step_store.claim_step(db, step_id, lease_s=rt.settings.lease_s)
+        if claim is None:
+            return []  # a duplicate delivery, or the turn has ended
+        ctx = load_model_context(rt, db, claim)
+    stream = StepStream(
+        rt.redis,
+        claim.turn_id,
+        claim.step_no,
+        claim.attempt,
+        ttl_s=int(rt.settings.turn_timeout_s + rt.settings.stream_ttl_s),
+    )
+    if claim.attempt > 1:
+        stream.emit("step_restart", {"step": claim.step_no, "attempt": claim.attempt})
+    if ctx.parent_step_no is not None:
+        _repair_tool_results(rt, ctx, claim)
+    started = time.monotonic()
+    try:
+        if ctx.depth > rt.settings.max_depth:
+            completion = _stream_text(stream, claim, DEPTH_NOTICE.format(cap=rt.settings.max_depth))
+        else:
+            completion = _stream_completion(rt, ctx, claim, stream)
+    except Interrupted:
+        return []
+    except RetryableError as exc:
+        return _retry_or_fail(rt, claim, ctx, exc)
+    except TerminalError as exc:
+        _audit_failure(rt, claim, ctx, exc)
+        ended, publish = fail_turn(rt, turn_id=claim.turn_id, code=exc.code, message=exc.message)
+        announce(rt, ended)
+        return publish
+    except Exception as exc:  # a bug or an unclassified SDK error: retried, then visible
+        log.exception("model step %s failed unexpectedly", step_id)
+        wrapped = RetryableError(
+            f"internal error in model step: {type(exc).__name__}: {exc}", code="internal_error"
+        )
+        return _retry_or_fail(rt, claim, ctx, wrapped)
+    latency_ms = int((time.monotonic() - started) * 1000)
+    if not stream.emit(
+        "message", {"role": "assistant", "content": completion.text, "step": claim.step_no}
+    ):
+        return []
+    for call in completion.tool_calls:
+        stream.emit(
+            "tool_call",
+            {"id": call.id, "name": call.name, "arguments": call.arguments, "step": claim.step_no},
+        )
+    return _commit(
+        rt,
+        claim,
+        ctx,
+        completion,
+        latency_ms=latency_ms,
+        depth_exceeded=ctx.depth > rt.settings.max_depth,
+    )
+
+
+def _stream_text(stream: StepStream, claim: Claim, text: str) -> Completion:
+    stream.emit("token", {"text": text, "step": claim.step_no})
+    return Completion(text=text)
+
+
+def _stream_completion(
+    rt: Runtime, ctx: ModelContext, claim: Claim, stream: StepStream
+) -> Completion:
+    provider = rt.providers.get(ctx.provider)
+    request = ModelRequest(
+        model=ctx.model,
+        messages=ctx.messages,
+        tools=ctx.tools,
+        temperature=rt.settings.llm_temperature,
+        script=ctx.script,
+        call_index=_call_index(rt, claim),
+        attempt=claim.attempt,
+    )
+    watch = _Watch(rt, claim, renew_every=rt.settings.lease_s / 3)
+    watch.next_renew = time.monotonic() + watch.renew_every
+    out = Completion()
+    for event in provider.stream(request):
+        watch.check()
+        match event:
+            case TextDelta(text=text):
+                out.text += text
+                if not stream.emit("token", {"text": text, "step": claim.step_no}):
+                    raise Interrupted("a newer attempt owns this step")
+            case ToolCallEvent(call=call):
+                out.tool_calls.append(call)
+            case UsageEvent(input_tokens=i, output_tokens=o):
+                out.input_tokens, out.output_tokens = i, o
+            case FinishEvent(reason=reason):
+                out.finish_reason = reason
+    return out
+
+
+def _call_index(rt: Runtime, claim: Claim) -> int:
+    return claim.call_index if claim.call_index is not None else 0
+
+
+def _repair_tool_results(rt: Runtime, ctx: ModelContext, claim: Claim) -> None:
+    """Re-emit tool results whose event was lost (a tool worker died after its commit)."""
+    assert ctx.parent_step_no is not None and claim.parent_step_id is not None
+    seen = tool_results_emitted(rt.redis, ctx.turn_id, model_step_no=ctx.parent_step_no)
+    with transaction(rt.db) as db:
+        calls = repo.tool_calls_of_step(db, claim.parent_step_id)
+    for call in calls:
+        if call.call_id not in seen and call.status == "done":
+            emit_tool_result(
+                rt.redis,
+                ctx.turn_id,
+                model_step_no=ctx.parent_step_no,
+                data=tool_result_event(
+                    call.call_id, call.name, call.is_error, call.result or "", call.truncated
+                ),
+            )
+
+
+def tool_result_event(
+    call_id: str, name: str, is_error: bool, content: str, truncated: bool
+) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "name": name,
+        "is_error": is_error,
+        "content": content,
+        "truncated": truncated,
+    }
+
+
+def _commit(
+    rt: Runtime,
+    claim: Claim,
+    ctx: ModelContext,
+    completion: Completion,
+    *,
+    latency_ms: int,
+    depth_exceeded: bool,
+) -> list[NextStep]:
+    price = rt.providers.price(ctx.model)
+    cost = 0.0 if depth_exceeded else price.cost(completion.input_tokens, completion.output_tokens)
+    ended: Ended | None = None
+    publish: list[NextStep] = []
+    with transaction(rt.db) as db:
+        repo.get_session(db, ctx.session_id, lock=True)
+        turn = repo.get_turn(db, claim.turn_id, lock=True)
+        if turn is None or turn.status != "running":
+            return []
+        if not step_store.finish_step(
+            db,
+            claim.step_id,
+            claim.attempt,
+            provider=ctx.provider,
+            model=ctx.model,
+            input_tokens=completion.input_tokens,
+            output_tokens=completion.output_tokens,
+            cost_usd=cost,
+            latency_ms=latency_ms,
+        ):
+            return []  # fenced: a newer attempt owns this step
+        calls = [] if depth_exceeded else completion.tool_calls
+        repo.insert_message(
+            db,
+            session_id=ctx.session_id,
+            role="assistant",
+            content=completion.text,
+            turn_id=claim.turn_id,
+            step_id=claim.step_id,
+            tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+            or None,
+        )
+        if not depth_exceeded:
+            step_store.record_decision(
+                db,
+                tenant_id=ctx.tenant_id,
+                session_id=ctx.session_id,
+                turn_id=claim.turn_id,
+                step_id=claim.step_id,
+                kind="model",
+                name=f"{ctx.provider}:{ctx.model}",
+                attempt=claim.attempt,
+                latency_ms=latency_ms,
+                input={"messages": len(ctx.messages), "tools": [t.name for t in ctx.tools]},
+                output={
+                    "text_chars": len(completion.text),
+                    "tool_calls": len(calls),
+                    "input_tokens": completion.input_tokens,
+                    "output_tokens": completion.output_tokens,
+                },
+            )
+        repo.add_turn_usage(
+            db,
+            claim.turn_id,
+            input_tokens=completion.input_tokens,
+            output_tokens=completion.output_tokens,
+            cost=cost,
+            model_steps=0 if depth_exceeded else 1,
+        )
+        repo.add_session_usage(
+            db,
+            ctx.session_id,
+            input_tokens=completion.input_tokens,
+            output_tokens=completion.output_tokens,
+            cost=cost,
+        )
+        if calls:
+            publish = _create_tool_steps(db, claim, calls)
+        elif depth_exceeded:
+            ended, publish = end_turn(
+                rt,
+                db,
+                session_id=ctx.session_id,
+                turn_id=claim.turn_id,
+                status="failed",
+                error={
+                    "code": "depth_exceeded",
+                    "message": f"stopped after {rt.settings.max_depth} model steps",
+                },
+                answer=completion.text,
+            )
+        else:
+            ended, publish = end_turn(
+                rt,
+                db,
+                session_id=ctx.session_id,
+                turn_id=claim.turn_id,
+                status="done",
+                answer=completion.text,
+            )
+            publish += _maybe_summarize(rt, db, ctx, claim)
+    announce(rt, ended)
+    return publish
+
+
+def _create_tool_steps(db: Any, claim: Claim, calls: list[Any]) -> list[NextStep]:
+    publish: list[NextStep] = []
+    for i, call in enumerate(calls):
+        tool_call_id = repo.insert_tool_call(
+            db,
+            turn_id=claim.turn_id,
+            step_id=claim.step_id,
+            call_id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+        )
+        publish += step_ref(
+            step_store.insert_step(
+                db,
+                turn_id=claim.turn_id,
+                step_no=claim.step_no + 1 + i,
+                kind="tool",
+                parent_step_id=claim.step_id,
+                tool_call_id=tool_call_id,
+            ),
+            "tool",
+        )
+    return publish
+
+
+def _maybe_summarize(rt: Runtime, db: Any, ctx: ModelContext, claim: Claim) -> list[NextStep]:
+    session = repo.get_session(db, ctx.session_id)
+    assert session is not None
+    if session.last_message_seq - session.summary_upto_seq <= rt.settings.history_window:
+        return []
+    step_no = step_store.last_step_no(db, claim.turn_id) + 1
+    return step_ref(
+        step_store.insert_step(
+            db,
+            turn_id=claim.turn_id,
+            step_no=step_no,
+            kind="summarize",
+            parent_step_id=claim.step_id,
+        ),
+        "summarize",
+    )
+
+
+def backoff(attempt: int, *, base: float, cap: float, retry_after: float | None) -> float:
+    """Exponential backoff with full jitter, never shorter than the provider's Retry-After."""
+    delay = random.uniform(0, min(cap, base * 2 ** (attempt - 1)))
+    return max(delay, retry_after or 0.0)
+
+
+def _retry_or_fail(
+    rt: Runtime, claim: Claim, ctx: ModelContext, exc: RetryableError
+) -> list[NextStep]:
+    _audit_failure(rt, claim, ctx, exc)
+    error = {"code": exc.code, "message": exc.message, "attempt": claim.attempt}
+    if claim.attempt >= rt.settings.max_attempts:
+        ended, publish = fail_turn(
+            rt,
+            turn_id=claim.turn_id,
+            code=exc.code,
+            message=f"{exc.message} (gave up after {claim.attempt} attempts)",
+        )
+        announce(rt, ended)
+        return publish
+    delay = backoff(
+        claim.attempt,
+        base=rt.settings.retry_base_s,
+        cap=rt.settings.retry_max_s,
+        retry_after=exc.retry_after,
+    )
+    with transaction(rt.db) as db:
+        released = step_store.release_for_retry(
+            db, claim.step_id, claim.attempt, delay_s=delay, error=error
+        )
+    return [NextStep(claim.step_id, "model", countdown=delay)] if released else []
+
+
+def _audit_failure(rt: Runtime, claim: Claim, ctx: ModelContext, exc: Exception) -> None:
+    with transaction(rt.db) as db:
+        step_store.record_decision(
+            db,
+            tenant_id=ctx.tenant_id,
+            session_id=ctx.session_id,
+            turn_id=claim.turn_id,
+            step_id=claim.step_id,
+            kind="model",
+            name=f"{ctx.provider}:{ctx.model}",
+            attempt=claim.attempt,
+            is_error=True,
+            output={"error": str(exc), "code": getattr(exc, "code", "error")},
+        )

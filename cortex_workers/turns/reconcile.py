@@ -1,0 +1,100 @@
+"""The sweeper: re-publish lost steps, fail stuck turns visibly, promote queued turns.
+
+Celery over Redis both loses and duplicates deliveries; Postgres is the queue of record, so this
+pass (on beat, every few seconds) is what makes a lost message or a killed worker cost latency
+instead of a turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+
+from ..runtime import Runtime, get_runtime
+from ..store import repo
+from ..store import steps as step_store
+from ..store.db import transaction
+from .lifecycle import Ended, announce, fail_turn, promote_next
+from .steps import NextStep
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Sweep:
+    """What one pass did, for logs and tests."""
+
+    republished: list[NextStep] = field(default_factory=list)
+    failed: list[Ended] = field(default_factory=list)
+    promoted: list[NextStep] = field(default_factory=list)
+
+    @property
+    def publish(self) -> list[NextStep]:
+        return self.republished + self.promoted
+
+
+def reconcile() -> Sweep:
+    rt = get_runtime()
+    sweep = Sweep()
+    _sweep_steps(rt, sweep)
+    for turn_id in _overdue(rt):
+        ended, publish = fail_turn(
+            rt,
+            turn_id=turn_id,
+            code="deadline_exceeded",
+            message="the turn ran past its deadline and was stopped",
+        )
+        _record(rt, sweep, ended, publish)
+    for session_id in _idle_with_queue(rt):
+        with transaction(rt.db) as db:
+            if repo.get_session(db, session_id, lock=True) is not None:
+                sweep.promoted += promote_next(rt, db, session_id)
+    if sweep.republished or sweep.failed or sweep.promoted:
+        log.info(
+            "reconcile: republished %d, failed %d, promoted %d",
+            len(sweep.republished),
+            len(sweep.failed),
+            len(sweep.promoted),
+        )
+    return sweep
+
+
+def _record(rt: Runtime, sweep: Sweep, ended: Ended | None, publish: list[NextStep]) -> None:
+    announce(rt, ended)
+    if ended is not None:
+        sweep.failed.append(ended)
+    sweep.promoted += publish
+
+
+def _sweep_steps(rt: Runtime, sweep: Sweep) -> None:
+    exhausted = []
+    with transaction(rt.db) as db:
+        for step in step_store.stale_steps(db, republish_after_s=rt.settings.republish_after_s):
+            turn = repo.get_turn(db, step.turn_id)
+            if step.kind != "summarize" and (turn is None or turn.status != "running"):
+                step.status = "cancelled"
+                continue
+            if step.status == "leased" and step.attempt >= rt.settings.max_attempts:
+                exhausted.append((step.turn_id, step.attempt))
+                continue
+            step_store.mark_republished(db, step)
+            sweep.republished.append(NextStep(step.id, step.kind))  # type: ignore[arg-type]
+    for turn_id, attempts in exhausted:
+        ended, publish = fail_turn(
+            rt,
+            turn_id=turn_id,
+            code="attempts_exhausted",
+            message=f"a step of this turn was lost {attempts} times (workers crashing?)",
+        )
+        _record(rt, sweep, ended, publish)
+
+
+def _overdue(rt: Runtime) -> list[uuid.UUID]:
+    with transaction(rt.db) as db:
+        return list(repo.overdue_turns(db))
+
+
+def _idle_with_queue(rt: Runtime) -> list[uuid.UUID]:
+    with transaction(rt.db) as db:
+        return list(repo.sessions_needing_promotion(db))

@@ -1,0 +1,135 @@
+"""Accepting a turn (with per-session ordering and idempotency) and cancelling one."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Literal
+
+from sqlalchemy.exc import IntegrityError
+
+from ..errors import ConflictError, InvalidRequest, NotFound
+from ..runtime import Runtime
+from ..store import repo
+from ..store.db import transaction
+from ..store.models import Turn
+from .lifecycle import Ended, announce, end_turn, promote_next
+from .steps import NextStep
+
+IfBusy = Literal["enqueue", "reject", "interrupt"]
+
+
+@dataclass
+class Submitted:
+    """The accepted turn, whether this request created it, and what to publish."""
+
+    turn: Turn
+    created: bool
+    publish: list[NextStep] = field(default_factory=list)
+
+
+def request_hash(session_id: uuid.UUID, content: str, if_busy: str) -> str:
+    body = json.dumps({"session": str(session_id), "content": content, "if_busy": if_busy})
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _replay(existing: Turn, digest: str) -> Submitted:
+    if existing.request_hash != digest:
+        raise InvalidRequest(
+            "this Idempotency-Key was already used with a different request; use a new key",
+            code="idempotency_key_reused",
+            details={"turn_id": str(existing.id)},
+        )
+    return Submitted(existing, created=False)
+
+
+def submit_turn(
+    rt: Runtime,
+    *,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    content: str,
+    if_busy: IfBusy = "enqueue",
+    idempotency_key: str | None = None,
+) -> Submitted:
+    """Store the turn (queued) and start it if the session is idle; the caller publishes."""
+    digest = request_hash(session_id, content, if_busy)
+    try:
+        return _submit(rt, tenant_id, session_id, content, if_busy, idempotency_key, digest)
+    except IntegrityError:
+        # The same key raced in on another session: the winner's turn answers.
+        if idempotency_key is None:
+            raise
+        with transaction(rt.db) as db:
+            existing = repo.turn_by_idempotency_key(db, tenant_id, idempotency_key)
+        if existing is None:
+            raise
+        return _replay(existing, digest)
+
+
+def _submit(
+    rt: Runtime,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    content: str,
+    if_busy: IfBusy,
+    idempotency_key: str | None,
+    digest: str,
+) -> Submitted:
+    ended: list[Ended] = []
+    with transaction(rt.db) as db:
+        session = repo.get_session(db, session_id, tenant_id=tenant_id, lock=True)
+        if session is None:
+            raise NotFound(f"session {session_id} not found")
+        if idempotency_key is not None:
+            existing = repo.turn_by_idempotency_key(db, tenant_id, idempotency_key)
+            if existing is not None:
+                return _replay(existing, digest)
+        active = repo.active_turns(db, session_id)
+        if active and if_busy == "reject":
+            raise ConflictError(
+                "the session is busy with another turn; retry later or use if_busy=enqueue",
+                code="session_busy",
+                details={"active_turn_id": str(active[0].id)},
+            )
+        if active and if_busy == "interrupt":
+            # Newest first, so ending the running turn promotes nothing already doomed.
+            for turn in reversed(active):
+                done, _ = end_turn(
+                    rt, db, session_id=session_id, turn_id=turn.id, status="cancelled"
+                )
+                if done is not None:
+                    ended.append(done)
+        turn = repo.insert_turn(
+            db, session, content=content, idempotency_key=idempotency_key, request_hash=digest
+        )
+        publish = promote_next(rt, db, session_id)
+    for done in ended:
+        announce(rt, done)
+    return Submitted(turn, created=True, publish=publish)
+
+
+def cancel_turn(
+    rt: Runtime, *, tenant_id: uuid.UUID, turn_id: uuid.UUID
+) -> tuple[Turn, list[NextStep]]:
+    """Cancel a queued or running turn; a running model step stops at its next token."""
+    with transaction(rt.db) as db:
+        turn = repo.get_turn(db, turn_id, tenant_id=tenant_id)
+        if turn is None:
+            raise NotFound(f"turn {turn_id} not found")
+        repo.get_session(db, turn.session_id, lock=True)
+        done, publish = end_turn(
+            rt, db, session_id=turn.session_id, turn_id=turn_id, status="cancelled"
+        )
+        if done is None:
+            db.refresh(turn)
+            raise ConflictError(
+                f"turn {turn_id} has already ended ({turn.status}); nothing to cancel",
+                code="turn_finished",
+                details={"status": turn.status},
+            )
+        db.refresh(turn)
+    announce(rt, done)
+    return turn, publish

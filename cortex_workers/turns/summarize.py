@@ -1,0 +1,70 @@
+"""Fold messages that fell out of the window into the session's rolling summary."""
+
+from __future__ import annotations
+
+import uuid
+
+from ..messages import Message, ModelRequest
+from ..providers.base import collect
+from ..runtime import get_runtime
+from ..store import repo
+from ..store import steps as step_store
+from ..store.db import transaction
+from .context import to_message
+from .steps import NextStep
+
+INSTRUCTION = (
+    "Summarize the conversation below for your own later reference. Keep names, decisions, "
+    "numbers and open questions; drop pleasantries. Start from the previous summary if any."
+)
+
+
+def run_summarize_step(step_id: uuid.UUID) -> list[NextStep]:
+    rt = get_runtime()
+    with transaction(rt.db) as db:
+        claim = step_store.claim_step(db, step_id, lease_s=rt.settings.lease_s * 2)
+        if claim is None:
+            return []
+        turn = repo.get_turn(db, claim.turn_id)
+        assert turn is not None
+        session = repo.get_session(db, turn.session_id)
+        assert session is not None
+        start = session.summary_upto_seq
+        upto = session.last_message_seq - rt.settings.history_window
+        folded = list(repo.messages_between(db, session.id, after=start, upto=upto + 50))
+        # Never cut between an assistant's tool calls and their results.
+        folded_upto = [m for m in folded if m.seq <= upto]
+        rest = [m for m in folded if m.seq > upto]
+        while rest and rest[0].role == "tool":
+            folded_upto.append(rest.pop(0))
+        provider_name = session.provider or rt.providers.default_provider()
+        model = session.model or rt.providers.default_model(provider_name)
+        previous, session_id = session.summary, session.id
+    if not folded_upto:
+        with transaction(rt.db) as db:
+            step_store.finish_step(db, step_id, claim.attempt)
+        return []
+    messages = [Message(role="system", content=INSTRUCTION)]
+    if previous:
+        messages.append(Message(role="system", content=previous))
+    messages += [to_message(m) for m in folded_upto]
+    request = ModelRequest(
+        model=model, messages=tuple(messages), purpose="summarize", attempt=claim.attempt
+    )
+    completion = collect(rt.providers.get(provider_name).stream(request))
+    with transaction(rt.db) as db:
+        if step_store.finish_step(
+            db,
+            step_id,
+            claim.attempt,
+            input_tokens=completion.input_tokens,
+            output_tokens=completion.output_tokens,
+        ):
+            repo.fold_summary(
+                db,
+                session_id,
+                expected_upto=start,
+                upto=folded_upto[-1].seq,
+                summary=completion.text,
+            )
+    return []
