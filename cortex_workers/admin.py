@@ -31,7 +31,8 @@ def migrate() -> None:
 
     cfg = Config()
     cfg.set_main_option("script_location", str(Path(__file__).parent / "store" / "migrations"))
-    cfg.set_main_option("sqlalchemy.url", get_settings().database_url)
+    # configparser interpolates "%": escape it (URL-encoded passwords and socket paths).
+    cfg.set_main_option("sqlalchemy.url", get_settings().database_url.replace("%", "%%"))
     command.upgrade(cfg, "head")
 
 

@@ -1,0 +1,131 @@
+"""Real Postgres, real Redis, real Celery workers, a real API on a loopback port.
+
+With `CORTEX_TEST_DATABASE_URL` / `CORTEX_TEST_REDIS_URL` (and optionally
+`CORTEX_TEST_BROKER_URL`) set, those servers are used (a fresh database is created for the run);
+otherwise embedded servers are started in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy.engine import URL, make_url
+from support import Api, Stack, Workers, free_port, start_api
+
+from cortex_workers.store.db import normalize_url
+
+TEST_SETTINGS = {
+    "CORTEX_LEASE_S": "3",
+    "CORTEX_REPUBLISH_AFTER_S": "2",
+    "CORTEX_RECONCILE_EVERY_S": "1",
+    "CORTEX_RETRY_BASE_S": "0.2",
+    "CORTEX_RETRY_MAX_S": "0.5",
+    "CORTEX_HISTORY_WINDOW": "8",
+    "CORTEX_TOOL_TIMEOUT_S": "2",
+    "CORTEX_MAX_DEPTH": "4",
+    "CORTEX_REQUEST_MAX_BYTES": "65536",
+    "CORTEX_SSE_PING_S": "2",
+}
+
+
+def _libpq(url: URL) -> str:
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _fresh_database(server_url: str) -> tuple[str, str]:
+    """Create an empty database on the given server; returns (url, name)."""
+    name = f"cortex_test_{secrets.token_hex(4)}"
+    url = make_url(normalize_url(server_url))
+    with psycopg.connect(_libpq(url), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return url.set(database=name).render_as_string(hide_password=False), name
+
+
+def _drop_database(server_url: str, name: str) -> None:
+    url = make_url(normalize_url(server_url))
+    with psycopg.connect(_libpq(url), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """Database, Redis and broker URLs for this run, with the schema migrated."""
+    db_server = os.environ.get("CORTEX_TEST_DATABASE_URL")
+    redis_url = os.environ.get("CORTEX_TEST_REDIS_URL")
+    embedded = None
+    if not (db_server and redis_url):
+        from cortex_workers.devstack import EmbeddedStack
+
+        embedded = EmbeddedStack(tmp_path_factory.mktemp("embedded"), persist_redis=False).start()
+        db_server = db_server or embedded.database_url
+        redis_url = redis_url or embedded.redis_url
+    database_url, db_name = _fresh_database(db_server)
+    broker_url = os.environ.get("CORTEX_TEST_BROKER_URL") or redis_url
+    env = {"DATABASE_URL": database_url, "REDIS_URL": redis_url, "CELERY_BROKER_URL": broker_url,
+           **TEST_SETTINGS}
+    os.environ.update(env)
+    os.environ.pop("CORTEX_CONFIG", None)
+    from cortex_workers.admin import migrate
+    from cortex_workers.runtime import get_runtime, reset_runtime
+    from cortex_workers.settings import reset_settings
+
+    reset_settings()
+    reset_runtime()
+    get_runtime().redis.flushdb()
+    migrate()
+    yield Stack(database_url=database_url, redis_url=redis_url, broker_url=broker_url, env=env,
+                data_dir=Path(str(tmp_path_factory.mktemp("data"))))
+    reset_runtime()
+    try:
+        _drop_database(db_server, db_name)
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+@pytest.fixture(scope="session")
+def workers(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
+    """One worker process per queue group, and beat, as in production."""
+    group = Workers(env={**os.environ, **stack.env},
+                    log_dir=Path(str(tmp_path_factory.mktemp("logs"))))
+    group.purge_queues()
+    group.start_all()
+    yield group
+    group.stop_all()
+
+
+@pytest.fixture(scope="session")
+def api(stack: Stack, workers: Workers) -> Iterator[Api]:
+    """The API in this process, on a loopback port."""
+    with start_api(port=free_port()) as base_url:
+        yield Api(base_url)
+
+
+@pytest.fixture
+def tenant_key(stack: Stack) -> str:
+    """A new tenant with one API key."""
+    from cortex_workers.admin import create_key
+
+    return create_key(f"tenant-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture
+def client(api: Api, tenant_key: str) -> Iterator[Api]:
+    """An API client authenticated as a fresh tenant."""
+    with api.as_tenant(tenant_key) as c:
+        yield c
+
+
+@pytest.fixture
+def other_client(api: Api) -> Iterator[Api]:
+    """An API client of a second, unrelated tenant."""
+    from cortex_workers.admin import create_key
+
+    with api.as_tenant(create_key(f"other-{uuid.uuid4().hex[:8]}")) as c:
+        yield c

@@ -1,0 +1,231 @@
+"""Test support: worker processes, the API server, an API client that reads SSE."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+QUEUE_GROUPS = {"llm": ["llm"], "tools": ["tools"], "summarize": ["summarize", "maintenance"]}
+
+
+@dataclass
+class Stack:
+    database_url: str
+    redis_url: str
+    broker_url: str
+    env: dict[str, str]
+    data_dir: Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(predicate: Any, *, timeout: float = 30.0, interval: float = 0.05,
+               what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@dataclass
+class Workers:
+    """Celery worker subprocesses (one per queue group) and beat."""
+
+    env: dict[str, str]
+    log_dir: Path
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def _argv(self, name: str) -> list[str]:
+        from cortex_workers.cli import beat_argv, worker_argv
+
+        if name == "beat":
+            return beat_argv("INFO")
+        return worker_argv(QUEUE_GROUPS[name], pool=None, concurrency=None, loglevel="INFO")
+
+    def start(self, name: str) -> None:
+        log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 (owned by the process)
+        self.procs[name] = subprocess.Popen(self._argv(name), env=self.env, stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        wait_until(lambda: b"ready" in (self.log_dir / f"{name}.log").read_bytes()
+                   or name == "beat", timeout=60, what=f"worker {name} ready")
+
+    def start_all(self) -> None:
+        for name in (*QUEUE_GROUPS, "beat"):
+            self.start(name)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL, as a crash or an OOM kill would."""
+        proc = self.procs[name]
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+    def log(self, name: str) -> str:
+        return (self.log_dir / f"{name}.log").read_text(errors="replace")
+
+    def stop_all(self) -> None:
+        for proc in self.procs.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs.values():
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+    def purge_queues(self) -> None:
+        """Drop deliveries left on a shared broker by an earlier run."""
+        from kombu import Connection
+
+        from config.celeryconfig import QUEUES
+
+        with Connection(self.env["CELERY_BROKER_URL"]) as conn:
+            channel = conn.channel()
+            for queue in QUEUES:
+                with contextlib.suppress(Exception):
+                    channel.queue_purge(queue)
+
+
+@contextlib.contextmanager
+def start_api(*, port: int) -> Iterator[str]:
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config("config.asgi:app", host="127.0.0.1", port=port,
+                                           log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    wait_until(lambda: server.started, timeout=30, what="api started")
+    try:
+        yield base
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@dataclass(frozen=True)
+class Event:
+    id: str
+    event: str
+    data: dict[str, Any]
+
+
+def parse_sse(lines: Iterator[str]) -> Iterator[Event]:
+    """Events of an SSE body, skipping comments (pings)."""
+    fields: dict[str, str] = {}
+    for line in lines:
+        if line == "":
+            if "data" in fields:
+                yield Event(fields.get("id", ""), fields.get("event", "message"),
+                            json.loads(fields["data"]))
+            fields = {}
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        fields[name] = value[1:] if value.startswith(" ") else value
+
+
+class Api:
+    """A thin client of the v1 API for tests."""
+
+    def __init__(self, base_url: str, key: str | None = None) -> None:
+        self.base_url = base_url
+        self.key = key
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.http = httpx.Client(base_url=base_url, headers=headers, timeout=30)
+
+    @contextlib.contextmanager
+    def as_tenant(self, key: str) -> Iterator[Api]:
+        client = Api(self.base_url, key)
+        try:
+            yield client
+        finally:
+            client.http.close()
+
+    def create_session(self, **body: Any) -> dict[str, Any]:
+        r = self.http.post("/v1/sessions", json=body)
+        assert r.status_code == 201, r.text
+        return dict(r.json())
+
+    def scripted_session(self, *replies: dict[str, Any], **body: Any) -> str:
+        metadata = {**body.pop("metadata", {}), "script": list(replies)}
+        return str(self.create_session(metadata=metadata, **body)["id"])
+
+    def post_turn(self, session_id: str, content: str = "hello", **kw: Any) -> httpx.Response:
+        headers = kw.pop("headers", {})
+        return self.http.post(f"/v1/sessions/{session_id}/turns",
+                              json={"content": content, **kw}, headers=headers)
+
+    def submit(self, session_id: str, content: str = "hello", **kw: Any) -> str:
+        r = self.post_turn(session_id, content, **kw)
+        assert r.status_code == 202, r.text
+        return str(r.json()["id"])
+
+    def turn(self, turn_id: str) -> dict[str, Any]:
+        r = self.http.get(f"/v1/turns/{turn_id}")
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
+    def wait_turn(self, turn_id: str, *, timeout: float = 60.0,
+                  statuses: tuple[str, ...] = ("done", "failed", "cancelled")) -> dict[str, Any]:
+        return dict(wait_until(lambda: (t := self.turn(turn_id))["status"] in statuses and t,
+                               timeout=timeout, interval=0.1, what=f"turn {turn_id} to end"))
+
+    def messages(self, session_id: str) -> list[dict[str, Any]]:
+        r = self.http.get(f"/v1/sessions/{session_id}/messages", params={"limit": 500})
+        assert r.status_code == 200, r.text
+        return list(r.json()["messages"])
+
+    def events(self, path: str, *, last_event_id: str | None = None, limit: int | None = None,
+               timeout: float = 60.0, until_done: int = 1) -> list[Event]:
+        """Read SSE from `path` until `until_done` done events (or `limit` events)."""
+        headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
+        out: list[Event] = []
+        done = 0
+        with self.http.stream("GET", path, headers=headers,
+                              timeout=httpx.Timeout(timeout, read=timeout)) as r:
+            assert r.status_code == 200, r.read().decode()
+            for event in parse_sse(r.iter_lines()):
+                out.append(event)
+                done += event.event == "done"
+                if done >= until_done or (limit is not None and len(out) >= limit):
+                    break
+        return out
+
+    def turn_events(self, turn_id: str, **kw: Any) -> list[Event]:
+        return self.events(f"/v1/turns/{turn_id}/events", **kw)
+
+
+def text_of(events: list[Event]) -> str:
+    """Assistant text a client reconstructs from tokens, honouring `step_restart`."""
+    by_step: dict[int, str] = {}
+    for e in events:
+        if e.event == "token":
+            by_step[e.data["step"]] = by_step.get(e.data["step"], "") + e.data["text"]
+        elif e.event == "step_restart":
+            by_step[e.data["step"]] = ""
+    return "".join(by_step[k] for k in sorted(by_step))
+
+
+def stored_text(messages: list[dict[str, Any]], turn_id: str) -> str:
+    return "".join(m["content"] for m in messages
+                   if m["role"] == "assistant" and m["turn_id"] == turn_id)
