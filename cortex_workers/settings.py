@@ -121,7 +121,7 @@ class Settings(BaseSettings):
     tool_output_cap: int = Field(default=64 * 1024, gt=0)
 
     # Pools (per process).
-    db_pool_size: int = Field(default=10, ge=1)
+    db_pool_size: int = Field(default=20, ge=1)
     redis_pool_size: int = Field(default=100, ge=1)
 
     # API.

@@ -1,0 +1,76 @@
+"""SSE: resume with Last-Event-ID mid-turn and after the end; snapshots; the session stream."""
+
+from __future__ import annotations
+
+from support import Api, stored_text, text_of
+
+SLOW = {"text": "one two three four five six seven eight nine ten", "token_ms": 150}
+
+
+def test_resuming_mid_turn_continues_exactly_after_the_last_event_seen(client: Api) -> None:
+    sid = client.scripted_session(SLOW)
+    tid = client.submit(sid, "count")
+    first = client.turn_events(tid, limit=3)
+    assert [e.event for e in first] == ["token"] * 3
+    rest = client.turn_events(tid, last_event_id=first[-1].id)
+    assert rest[0].id not in {e.id for e in first}
+    assert rest[-1].event == "done"
+    events = first + rest
+    ids = [e.id for e in events]
+    assert len(ids) == len(set(ids))
+    assert text_of(events) == SLOW["text"] == stored_text(client.messages(sid), tid)
+
+
+def test_resuming_after_the_turn_ended_replays_only_what_was_missed(client: Api) -> None:
+    sid = client.scripted_session({"text": "alpha beta gamma"})
+    tid = client.submit(sid)
+    client.wait_turn(tid)
+    everything = client.turn_events(tid)
+    tail = client.turn_events(tid, last_event_id=everything[1].id)
+    assert [e.id for e in tail] == [e.id for e in everything[2:]]
+    assert text_of(everything) == "alpha beta gamma" == stored_text(client.messages(sid), tid)
+
+
+def test_an_expired_stream_is_served_as_a_snapshot_from_postgres(client: Api) -> None:
+    from cortex_workers.runtime import get_runtime
+    from cortex_workers.streaming import stream_key
+
+    sid = client.scripted_session(
+        {"text": "Checking.", "tool_calls": [{"name": "calculate",
+                                              "arguments": {"expression": "2+2"}}]},
+        {"text": "It is 4."})
+    tid = client.submit(sid)
+    live = client.turn_events(tid)
+    get_runtime().redis.delete(stream_key(tid))
+    snap = client.turn_events(tid)
+    assert text_of(snap) == text_of(live) == "Checking.It is 4."
+    assert [e.event for e in snap if e.event != "token"] == [
+        e.event for e in live if e.event != "token"]
+    assert [e.data for e in snap if e.event == "tool_result"] == [
+        e.data for e in live if e.event == "tool_result"]
+    assert snap[-1].data == live[-1].data
+    resumed = client.turn_events(tid, last_event_id=snap[1].id)
+    assert [e.id for e in resumed] == [e.id for e in snap[2:]]
+
+
+def test_the_session_stream_carries_every_turn_in_order(client: Api) -> None:
+    sid = client.scripted_session({"text": "first answer", "first_token_ms": 300},
+                                  {"text": "second answer"})
+    t1 = client.submit(sid, "one")
+    t2 = client.submit(sid, "two")
+    events = client.events(f"/v1/sessions/{sid}/events", until_done=2)
+    assert [e.data["turn"] for e in events if e.event == "done"] == [t1, t2]
+    assert text_of([e for e in events if e.data["turn"] == t1]) == "first answer"
+    assert text_of([e for e in events if e.data["turn"] == t2]) == "second answer"
+    # ids are "{turn_seq}:{entry}", and resuming from one skips what came before
+    assert events[0].id.startswith("1:")
+    after = client.events(f"/v1/sessions/{sid}/events", last_event_id=events[-2].id)
+    assert [e.id for e in after] == [events[-1].id]
+
+
+def test_a_malformed_last_event_id_is_refused(client: Api) -> None:
+    sid = client.scripted_session({"text": "x"})
+    tid = client.submit(sid)
+    r = client.http.get(f"/v1/turns/{tid}/events", headers={"Last-Event-ID": "nonsense"})
+    assert r.status_code == 422
+    assert r.json()["error"]["code"] == "invalid_last_event_id"
