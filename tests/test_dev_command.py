@@ -1,0 +1,128 @@
+"""`cortex-workers dev`: the whole stack on embedded servers, supervised, and stopped cleanly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+from support import free_port, parse_sse, wait_until
+
+SCRIPT = [{"text": "Working.", "tool_calls": [{"name": "calculate",
+                                               "arguments": {"expression": "2**10"}},
+                                              {"name": "current_time", "arguments": {}}]},
+          {"text": "2**10 is 1024."}]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("CORTEX_") and k not in ("DATABASE_URL", "REDIS_URL",
+                                                         "CELERY_BROKER_URL")}
+    env["CORTEX_RECONCILE_EVERY_S"] = "1"
+    return env
+
+
+def _start(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "cortex_workers.cli", "dev", "--data-dir", str(data_dir),
+         "--port", str(port)],
+        env=_env(), stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _ready(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _children(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    return psutil.Process(proc.pid).children(recursive=True)
+
+
+def _cmd(p: psutil.Process) -> str:
+    try:
+        return " ".join(p.cmdline())
+    except psutil.Error:  # exited meanwhile, or a zombie not yet reaped
+        return ""
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(60)
+
+
+@pytest.fixture
+def dev_dir(tmp_path: Path) -> Path:
+    return tmp_path / "cortex-data"
+
+
+def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(dev_dir: Path,
+                                                               tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = tmp_path / "dev.log"
+    proc = _start(dev_dir, port, log)
+    try:
+        wait_until(lambda: _ready(base), timeout=120, interval=0.5, what="dev stack ready")
+        key = (dev_dir / "api-key").read_text().strip()
+        assert key in log.read_text()  # printed with a curl example
+        assert "curl" in log.read_text()
+        cmdlines = [_cmd(p) for p in _children(proc)]
+        for queue in ("--queues llm", "--queues tools", "--queues summarize"):
+            assert any(queue in c for c in cmdlines), cmdlines
+        assert any(" beat" in c for c in cmdlines)
+
+        http = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+        sid = http.post("/v1/sessions", json={"metadata": {"script": SCRIPT}}).json()["id"]
+        tid = http.post(f"/v1/sessions/{sid}/turns", json={"content": "2**10?"}).json()["id"]
+        with http.stream("GET", f"/v1/turns/{tid}/events") as r:
+            events = []
+            for e in parse_sse(r.iter_lines()):
+                events.append(e)
+                if e.event == "done":
+                    break
+        assert [e.event for e in events].count("tool_result") == 2
+        assert http.get(f"/v1/turns/{tid}").json()["answer"] == "2**10 is 1024."
+
+        # a worker that dies is started again
+        llm = next(p for p in _children(proc) if "--queues llm" in _cmd(p))
+        llm.kill()
+        wait_until(lambda: any("--queues llm" in _cmd(p) and p.pid != llm.pid
+                               for p in _children(proc)), timeout=60, what="llm worker restart")
+        tid2 = http.post(f"/v1/sessions/{sid}/turns", json={"content": "again"}).json()["id"]
+        wait_until(lambda: http.get(f"/v1/turns/{tid2}").json()["status"] == "done",
+                   timeout=60, what="turn after restart")
+        children = _children(proc)
+    finally:
+        _stop(proc)
+    assert proc.returncode == 0
+    time.sleep(0.5)
+    assert not [p for p in children if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+    # `keys create` reaches the same embedded servers through --data-dir
+    out = subprocess.run(
+        [sys.executable, "-m", "cortex_workers.cli", "keys", "create", "--tenant", "ops",
+         "--data-dir", str(dev_dir)], env=_env(), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    ops_key = out.stdout.strip().splitlines()[-1]
+    assert ops_key.startswith("cwk_")
+
+    # data survives a restart, and the key created meanwhile works
+    proc = _start(dev_dir, port, log)
+    try:
+        wait_until(lambda: _ready(base), timeout=120, interval=0.5, what="dev stack restarted")
+        assert (dev_dir / "api-key").read_text().strip() == key
+        r = httpx.get(f"{base}/v1/sessions/{sid}/messages",
+                      headers={"Authorization": f"Bearer {key}"})
+        assert [m["role"] for m in r.json()["messages"]][:2] == ["user", "assistant"]
+        assert httpx.get(f"{base}/v1/providers",
+                         headers={"Authorization": f"Bearer {ops_key}"}).status_code == 200
+    finally:
+        _stop(proc)
