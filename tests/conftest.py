@@ -67,8 +67,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         redis_url = redis_url or embedded.redis_url
     database_url, db_name = _fresh_database(db_server)
     broker_url = os.environ.get("CORTEX_TEST_BROKER_URL") or redis_url
-    env = {"DATABASE_URL": database_url, "REDIS_URL": redis_url, "CELERY_BROKER_URL": broker_url,
-           **TEST_SETTINGS}
+    env = {
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "CELERY_BROKER_URL": broker_url,
+        **TEST_SETTINGS,
+    }
     os.environ.update(env)
     os.environ.pop("CORTEX_CONFIG", None)
     from cortex_workers.admin import migrate
@@ -79,8 +83,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     reset_runtime()
     get_runtime().redis.flushdb()
     migrate()
-    yield Stack(database_url=database_url, redis_url=redis_url, broker_url=broker_url, env=env,
-                data_dir=Path(str(tmp_path_factory.mktemp("data"))))
+    yield Stack(
+        database_url=database_url,
+        redis_url=redis_url,
+        broker_url=broker_url,
+        env=env,
+        data_dir=Path(str(tmp_path_factory.mktemp("data"))),
+    )
     reset_runtime()
     try:
         _drop_database(db_server, db_name)
@@ -92,8 +101,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 @pytest.fixture(scope="session")
 def workers(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
     """One worker process per queue group, and beat, as in production."""
-    group = Workers(env={**os.environ, **stack.env},
-                    log_dir=Path(str(tmp_path_factory.mktemp("logs"))))
+    group = Workers(
+        env={**os.environ, **stack.env}, log_dir=Path(str(tmp_path_factory.mktemp("logs")))
+    )
     group.purge_queues()
     group.start_all()
     yield group

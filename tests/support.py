@@ -35,8 +35,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_until(predicate: Any, *, timeout: float = 30.0, interval: float = 0.05,
-               what: str = "condition") -> Any:
+def wait_until(
+    predicate: Any, *, timeout: float = 30.0, interval: float = 0.05, what: str = "condition"
+) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -63,10 +64,18 @@ class Workers:
 
     def start(self, name: str) -> None:
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 (owned by the process)
-        self.procs[name] = subprocess.Popen(self._argv(name), env=self.env, stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
-        wait_until(lambda: b"ready" in (self.log_dir / f"{name}.log").read_bytes()
-                   or name == "beat", timeout=60, what=f"worker {name} ready")
+        self.procs[name] = subprocess.Popen(
+            self._argv(name),
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        wait_until(
+            lambda: b"ready" in (self.log_dir / f"{name}.log").read_bytes() or name == "beat",
+            timeout=60,
+            what=f"worker {name} ready",
+        )
 
     def start_all(self) -> None:
         for name in (*QUEUE_GROUPS, "beat"):
@@ -108,8 +117,11 @@ class Workers:
 def start_api(*, port: int) -> Iterator[str]:
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config("config.asgi:app", host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            "config.asgi:app", host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{port}"
@@ -134,8 +146,9 @@ def parse_sse(lines: Iterator[str]) -> Iterator[Event]:
     for line in lines:
         if line == "":
             if "data" in fields:
-                yield Event(fields.get("id", ""), fields.get("event", "message"),
-                            json.loads(fields["data"]))
+                yield Event(
+                    fields.get("id", ""), fields.get("event", "message"), json.loads(fields["data"])
+                )
             fields = {}
             continue
         if line.startswith(":"):
@@ -172,8 +185,9 @@ class Api:
 
     def post_turn(self, session_id: str, content: str = "hello", **kw: Any) -> httpx.Response:
         headers = kw.pop("headers", {})
-        return self.http.post(f"/v1/sessions/{session_id}/turns",
-                              json={"content": content, **kw}, headers=headers)
+        return self.http.post(
+            f"/v1/sessions/{session_id}/turns", json={"content": content, **kw}, headers=headers
+        )
 
     def submit(self, session_id: str, content: str = "hello", **kw: Any) -> str:
         r = self.post_turn(session_id, content, **kw)
@@ -185,24 +199,43 @@ class Api:
         assert r.status_code == 200, r.text
         return dict(r.json())
 
-    def wait_turn(self, turn_id: str, *, timeout: float = 60.0,
-                  statuses: tuple[str, ...] = ("done", "failed", "cancelled")) -> dict[str, Any]:
-        return dict(wait_until(lambda: (t := self.turn(turn_id))["status"] in statuses and t,
-                               timeout=timeout, interval=0.1, what=f"turn {turn_id} to end"))
+    def wait_turn(
+        self,
+        turn_id: str,
+        *,
+        timeout: float = 60.0,
+        statuses: tuple[str, ...] = ("done", "failed", "cancelled"),
+    ) -> dict[str, Any]:
+        return dict(
+            wait_until(
+                lambda: (t := self.turn(turn_id))["status"] in statuses and t,
+                timeout=timeout,
+                interval=0.1,
+                what=f"turn {turn_id} to end",
+            )
+        )
 
     def messages(self, session_id: str) -> list[dict[str, Any]]:
         r = self.http.get(f"/v1/sessions/{session_id}/messages", params={"limit": 500})
         assert r.status_code == 200, r.text
         return list(r.json()["messages"])
 
-    def events(self, path: str, *, last_event_id: str | None = None, limit: int | None = None,
-               timeout: float = 60.0, until_done: int = 1) -> list[Event]:
+    def events(
+        self,
+        path: str,
+        *,
+        last_event_id: str | None = None,
+        limit: int | None = None,
+        timeout: float = 60.0,
+        until_done: int = 1,
+    ) -> list[Event]:
         """Read SSE from `path` until `until_done` done events (or `limit` events)."""
         headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
         out: list[Event] = []
         done = 0
-        with self.http.stream("GET", path, headers=headers,
-                              timeout=httpx.Timeout(timeout, read=timeout)) as r:
+        with self.http.stream(
+            "GET", path, headers=headers, timeout=httpx.Timeout(timeout, read=timeout)
+        ) as r:
             assert r.status_code == 200, r.read().decode()
             for event in parse_sse(r.iter_lines()):
                 out.append(event)
@@ -227,5 +260,6 @@ def text_of(events: list[Event]) -> str:
 
 
 def stored_text(messages: list[dict[str, Any]], turn_id: str) -> str:
-    return "".join(m["content"] for m in messages
-                   if m["role"] == "assistant" and m["turn_id"] == turn_id)
+    return "".join(
+        m["content"] for m in messages if m["role"] == "assistant" and m["turn_id"] == turn_id
+    )

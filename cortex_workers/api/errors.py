@@ -76,7 +76,9 @@ def install(app: FastAPI) -> None:
     async def _http(_: Request, exc: HTTPException) -> JSONResponse:
         code = STATUS_CODES.get(exc.status_code, "error")
         message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
-        return error_response(exc.status_code, code, message, headers=exc.headers)
+        return error_response(
+            exc.status_code, code, message, headers=dict(exc.headers) if exc.headers else None
+        )
 
     async def _unavailable(_: Request, exc: Exception) -> JSONResponse:
         log.warning("dependency unavailable: %s", type(exc).__name__)

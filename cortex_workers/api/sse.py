@@ -131,7 +131,9 @@ async def turn_events(
     cursor = last_id if last_id and parse_entry_id(last_id) else "0-0"
     waited = 0.0
     while True:
-        reply = await client.xread({key: cursor}, block=1000, count=500)
+        reply: list[Any] = await client.xread(  # type: ignore[assignment]
+            {key: cursor}, block=1000, count=500
+        )
         if not reply:
             waited += 1.0
             if waited >= CHECK_DB_EVERY_S:

@@ -86,7 +86,7 @@ def claim_step(db: Db, step_id: uuid.UUID, *, lease_s: float) -> Claim | None:
             Step.tool_call_id,
         )
     ).first()
-    return Claim(*row) if row else None
+    return Claim(**row._mapping) if row else None
 
 
 def renew_lease(db: Db, step_id: uuid.UUID, attempt: int, *, lease_s: float) -> bool:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.orm import Session as Db
 
 from ..errors import TerminalError
-from ..messages import Message, ToolCall, ToolSpec
+from ..messages import Message, Role, ToolCall, ToolSpec
 from ..runtime import Runtime
 from ..store import repo
 from ..store import steps as step_store
@@ -45,11 +45,11 @@ def to_message(row: MessageRow) -> Message:
     calls = tuple(
         ToolCall(c["id"], c["name"], c.get("arguments", {})) for c in row.tool_calls or ()
     )
-    role = row.role if row.role in ("user", "assistant", "tool", "system") else "user"
+    role = cast(Role, row.role if row.role in ("user", "assistant", "tool", "system") else "user")
     return Message(
         role=role,
         content=row.content,
-        tool_calls=calls,  # type: ignore[arg-type]
+        tool_calls=calls,
         tool_call_id=row.tool_call_id,
         name=row.name,
         is_error=row.is_error,

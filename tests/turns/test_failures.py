@@ -9,8 +9,9 @@ CALC = {"name": "calculate", "arguments": {"expression": "1+1"}}
 
 def test_the_depth_cap_ends_the_turn_with_a_visible_message(client: Api) -> None:
     # The test stack caps turns at 4 model steps; this script would call tools forever.
-    sid = client.scripted_session(*[{"text": f"step {i}.", "tool_calls": [CALC]}
-                                    for i in range(10)])
+    sid = client.scripted_session(
+        *[{"text": f"step {i}.", "tool_calls": [CALC]} for i in range(10)]
+    )
     tid = client.submit(sid)
     events = client.turn_events(tid)
     turn = client.wait_turn(tid)
@@ -29,7 +30,8 @@ def test_an_invalid_tool_call_becomes_an_error_result_the_model_reads(client: Ap
     sid = client.scripted_session(
         {"tool_calls": [{"name": "calculate", "arguments": {"expr": "1+1"}}]},
         {"tool_calls": [{"name": "calculate", "arguments": {"expression": "1/0"}}]},
-        {"text": "Sorry, I could not compute that."})
+        {"text": "Sorry, I could not compute that."},
+    )
     tid = client.submit(sid)
     events = client.turn_events(tid)
     results = [e.data for e in events if e.event == "tool_result"]
@@ -49,11 +51,23 @@ def test_an_invalid_tool_call_becomes_an_error_result_the_model_reads(client: Ap
 
     rt = get_runtime()
     with rt.db() as db:
-        last = db.query(Step).filter(Step.turn_id == tid, Step.kind == "model").order_by(
-            Step.step_no.desc()).first()
+        last = (
+            db.query(Step)
+            .filter(Step.turn_id == tid, Step.kind == "model")
+            .order_by(Step.step_no.desc())
+            .first()
+        )
         assert last is not None
-        claim = Claim(last.id, last.turn_id, last.step_no, "model", 1, last.parent_step_id,
-                      last.call_index, None)
+        claim = Claim(
+            last.id,
+            last.turn_id,
+            last.step_no,
+            "model",
+            1,
+            last.parent_step_id,
+            last.call_index,
+            None,
+        )
         ctx = load_model_context(rt, db, claim)
     seen = [m for m in ctx.messages if m.role == "tool"]
     assert [m.is_error for m in seen] == [True, True]
@@ -62,7 +76,8 @@ def test_an_invalid_tool_call_becomes_an_error_result_the_model_reads(client: Ap
 
 def test_a_retryable_provider_error_is_retried_and_the_turn_completes(client: Api) -> None:
     sid = client.scripted_session(
-        {"text": "made it", "error": {"status": 503, "message": "overloaded", "times": 2}})
+        {"text": "made it", "error": {"status": 503, "message": "overloaded", "times": 2}}
+    )
     tid = client.submit(sid)
     events = client.turn_events(tid)
     turn = client.wait_turn(tid)
@@ -76,7 +91,8 @@ def test_a_retryable_provider_error_is_retried_and_the_turn_completes(client: Ap
 def test_a_final_provider_error_fails_the_turn_visibly(client: Api) -> None:
     sid = client.scripted_session(
         {"text": "never", "error": {"status": 400, "message": "bad request: no such model"}},
-        {"text": "next turn works"})
+        {"text": "next turn works"},
+    )
     tid = client.submit(sid)
     events = client.turn_events(tid)
     error = next(e.data for e in events if e.event == "error")
@@ -92,7 +108,8 @@ def test_a_final_provider_error_fails_the_turn_visibly(client: Api) -> None:
 
 def test_retries_stop_at_the_attempt_cap_and_fail_the_turn(client: Api) -> None:
     sid = client.scripted_session(
-        {"text": "never", "error": {"status": 429, "message": "slow down", "times": 50}})
+        {"text": "never", "error": {"status": 429, "message": "slow down", "times": 50}}
+    )
     tid = client.submit(sid)
     turn = client.wait_turn(tid)
     assert turn["status"] == "failed"

@@ -52,7 +52,8 @@ def test_reject_refuses_a_turn_while_another_is_active(client: Api) -> None:
 def test_interrupt_cancels_the_active_turn_and_runs_the_new_one(client: Api) -> None:
     sid = client.scripted_session(
         {"text": "a very long and slow answer that will be cut", "token_ms": 200},
-        {"text": "fresh answer"})
+        {"text": "fresh answer"},
+    )
     old = client.submit(sid, "first")
     wait_until(lambda: client.turn(old)["status"] == "running", what="first turn running")
     new = client.submit(sid, "second", if_busy="interrupt")
@@ -78,8 +79,10 @@ def test_cancelling_a_running_turn_stops_it_at_the_next_token(client: Api) -> No
     # the model step noticed and released its step; nothing was stored for it
     turn = client.wait_turn(tid)
     assert turn["status"] == "cancelled"
-    assert wait_until(lambda: all(s["status"] == "cancelled"
-                                  for s in client.turn(tid)["steps"]), what="step cancelled")
+    assert wait_until(
+        lambda: all(s["status"] == "cancelled" for s in client.turn(tid)["steps"]),
+        what="step cancelled",
+    )
     assert stored_text(client.messages(sid), tid) == ""
 
 

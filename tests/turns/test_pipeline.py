@@ -5,9 +5,13 @@ from __future__ import annotations
 from support import Api, stored_text, text_of
 
 TWO_TOOLS = [
-    {"text": "Let me look that up.",
-     "tool_calls": [{"name": "calculate", "arguments": {"expression": "6*7"}},
-                    {"name": "current_time", "arguments": {}}]},
+    {
+        "text": "Let me look that up.",
+        "tool_calls": [
+            {"name": "calculate", "arguments": {"expression": "6*7"}},
+            {"name": "current_time", "arguments": {}},
+        ],
+    },
     {"text": "Six times seven is 42.", "token_ms": 5},
 ]
 
@@ -44,7 +48,7 @@ def test_a_turn_with_two_parallel_tool_calls_streams_and_is_stored(client: Api) 
     messages = client.messages(sid)
     assert [m["role"] for m in messages] == ["user", "assistant", "tool", "tool", "assistant"]
     assert text_of(events) == stored_text(messages, accepted["id"])
-    assert "Let me look that up." + "Six times seven is 42." == text_of(events)
+    assert text_of(events) == "Let me look that up." + "Six times seven is 42."
 
 
 def test_every_tool_call_and_model_call_is_audited_once(client: Api) -> None:
@@ -57,8 +61,11 @@ def test_every_tool_call_and_model_call_is_audited_once(client: Api) -> None:
     tid = client.submit(sid, "go")
     client.wait_turn(tid)
     with get_runtime().db() as db:
-        rows = db.execute(select(Decision.kind, func.count()).where(
-            Decision.turn_id == tid).group_by(Decision.kind)).all()
+        rows = db.execute(
+            select(Decision.kind, func.count())
+            .where(Decision.turn_id == tid)
+            .group_by(Decision.kind)
+        ).all()
     assert dict(rows) == {"model": 2, "tool": 2}
 
 
@@ -72,8 +79,10 @@ def test_an_exhausted_script_echoes_the_last_user_message(client: Api) -> None:
 
 def test_a_session_restricted_to_one_tool_refuses_the_others(client: Api) -> None:
     sid = client.scripted_session(
-        {"tool_calls": [{"name": "current_time", "arguments": {}}]}, {"text": "ok"},
-        tools=["calculate"])
+        {"tool_calls": [{"name": "current_time", "arguments": {}}]},
+        {"text": "ok"},
+        tools=["calculate"],
+    )
     tid = client.submit(sid)
     events = client.turn_events(tid)
     result = next(e.data for e in events if e.event == "tool_result")

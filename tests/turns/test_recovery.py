@@ -13,12 +13,19 @@ def test_killing_the_llm_worker_mid_step_still_completes_the_turn_exactly_once(
     text = " ".join(f"t{i}" for i in range(30))
     sid = client.scripted_session(
         {"text": "Calling.", "tool_calls": [{"name": "current_time", "arguments": {}}]},
-        {"text": text, "token_ms": 100})
+        {"text": text, "token_ms": 100},
+    )
     tid = client.submit(sid)
     # wait until the second model step is streaming, then kill its worker
-    seen = wait_until(lambda: [e for e in client.turn_events(tid, limit=8)
-                               if e.event == "token" and e.data["step"] == 3][:1],
-                      timeout=30, what="second model step streaming")
+    seen = wait_until(
+        lambda: [
+            e
+            for e in client.turn_events(tid, limit=8)
+            if e.event == "token" and e.data["step"] == 3
+        ][:1],
+        timeout=30,
+        what="second model step streaming",
+    )
     assert seen
     workers.kill("llm")
     workers.start("llm")

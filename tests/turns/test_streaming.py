@@ -36,26 +36,32 @@ def test_an_expired_stream_is_served_as_a_snapshot_from_postgres(client: Api) ->
     from cortex_workers.streaming import stream_key
 
     sid = client.scripted_session(
-        {"text": "Checking.", "tool_calls": [{"name": "calculate",
-                                              "arguments": {"expression": "2+2"}}]},
-        {"text": "It is 4."})
+        {
+            "text": "Checking.",
+            "tool_calls": [{"name": "calculate", "arguments": {"expression": "2+2"}}],
+        },
+        {"text": "It is 4."},
+    )
     tid = client.submit(sid)
     live = client.turn_events(tid)
     get_runtime().redis.delete(stream_key(tid))
     snap = client.turn_events(tid)
     assert text_of(snap) == text_of(live) == "Checking.It is 4."
     assert [e.event for e in snap if e.event != "token"] == [
-        e.event for e in live if e.event != "token"]
+        e.event for e in live if e.event != "token"
+    ]
     assert [e.data for e in snap if e.event == "tool_result"] == [
-        e.data for e in live if e.event == "tool_result"]
+        e.data for e in live if e.event == "tool_result"
+    ]
     assert snap[-1].data == live[-1].data
     resumed = client.turn_events(tid, last_event_id=snap[1].id)
     assert [e.id for e in resumed] == [e.id for e in snap[2:]]
 
 
 def test_the_session_stream_carries_every_turn_in_order(client: Api) -> None:
-    sid = client.scripted_session({"text": "first answer", "first_token_ms": 300},
-                                  {"text": "second answer"})
+    sid = client.scripted_session(
+        {"text": "first answer", "first_token_ms": 300}, {"text": "second answer"}
+    )
     t1 = client.submit(sid, "one")
     t2 = client.submit(sid, "two")
     events = client.events(f"/v1/sessions/{sid}/events", until_done=2)
