@@ -10,7 +10,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 
 from ..errors import ConflictError, CortexError, InvalidRequest, NotFound
@@ -89,7 +90,13 @@ def install(app: FastAPI) -> None:
             headers={"Retry-After": "5"},
         )
 
-    for exc_type in (OperationalError, DBAPIError, RedisConnectionError, RedisTimeoutError):
+    for exc_type in (
+        OperationalError,
+        InterfaceError,
+        PoolTimeout,
+        RedisConnectionError,
+        RedisTimeoutError,
+    ):
         app.add_exception_handler(exc_type, _unavailable)
 
     @app.exception_handler(Exception)

@@ -6,11 +6,43 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..providers.scripted import ScriptReply
 
 MAX_TEXT = 200_000
+MAX_DEPTH = 32
+
+
+def storable(value: Any, *, depth: int = 0, where: str = "body") -> None:
+    """Refuse what Postgres cannot store: NUL characters, NaN/Infinity, absurd nesting."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"{where} is nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"{where} contains a NUL character")
+    elif isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"{where} contains a non-finite number")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            storable(k, depth=depth + 1, where=where)
+            storable(v, depth=depth + 1, where=f"{where}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            storable(v, depth=depth + 1, where=f"{where}[{i}]")
+
+
+class StorableBody(BaseModel):
+    """A request body whose every value can be stored as text/JSONB."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        storable(data)
+        return data
 
 
 class Usage(BaseModel):
@@ -18,10 +50,9 @@ class Usage(BaseModel):
     output_tokens: int = 0
 
 
-class SessionCreate(BaseModel):
+class SessionCreate(StorableBody):
     """A new conversation. Omitted fields take the configured defaults."""
 
-    model_config = ConfigDict(extra="forbid")
     name: str | None = Field(default=None, max_length=200)
     system_prompt: str | None = Field(default=None, max_length=MAX_TEXT)
     provider: str | None = Field(default=None, min_length=1, max_length=100)
@@ -71,10 +102,9 @@ class SessionOut(BaseModel):
     created_at: datetime
 
 
-class TurnCreate(BaseModel):
+class TurnCreate(StorableBody):
     """One user message; `if_busy` says what to do when the session is running another turn."""
 
-    model_config = ConfigDict(extra="forbid")
     content: str = Field(min_length=1, max_length=MAX_TEXT)
     if_busy: Literal["enqueue", "reject", "interrupt"] = "enqueue"
 

@@ -29,6 +29,22 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+def storable_text(value: str) -> str:
+    """Postgres text cannot hold NUL: model and tool output may contain it, so replace it."""
+    return value.replace("\x00", "\ufffd") if "\x00" in value else value
+
+
+def storable_json(value: Any) -> Any:
+    """The same for JSONB, through nested values."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        return {storable_text(str(k)): storable_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [storable_json(v) for v in value]
+    return value
+
+
 # -- tenants and API keys ------------------------------------------------------------------------
 
 
@@ -108,7 +124,12 @@ def insert_message(
     stored = db.execute(
         insert(Message)
         .values(
-            id=uuid.uuid4(), session_id=session_id, seq=seq, role=role, content=content, **fields
+            id=uuid.uuid4(),
+            session_id=session_id,
+            seq=seq,
+            role=role,
+            content=storable_text(content),
+            **{k: storable_json(v) if k == "tool_calls" else v for k, v in fields.items()},
         )
         .on_conflict_do_nothing()
         .returning(Message.seq)
@@ -356,7 +377,7 @@ def insert_tool_call(
             step_id=step_id,
             call_id=call_id,
             name=name,
-            arguments=arguments,
+            arguments=storable_json(arguments),
         )
         .on_conflict_do_nothing()
         .returning(ToolCallRow.id)
@@ -383,7 +404,7 @@ def record_tool_result(
             .where(ToolCallRow.id == tool_call_id, ToolCallRow.status == "pending")
             .values(
                 status="done",
-                result=result,
+                result=storable_text(result),
                 is_error=is_error,
                 truncated=truncated,
                 latency_ms=latency_ms,
