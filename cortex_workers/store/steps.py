@@ -86,7 +86,18 @@ def claim_step(db: Db, step_id: uuid.UUID, *, lease_s: float) -> Claim | None:
             Step.tool_call_id,
         )
     ).first()
-    return Claim(**row._mapping) if row else None
+    if row is None:
+        return None
+    return Claim(
+        step_id=row.id,
+        turn_id=row.turn_id,
+        step_no=row.step_no,
+        kind=row.kind,
+        attempt=row.attempt,
+        parent_step_id=row.parent_step_id,
+        call_index=row.call_index,
+        tool_call_id=row.tool_call_id,
+    )
 
 
 def renew_lease(db: Db, step_id: uuid.UUID, attempt: int, *, lease_s: float) -> bool:
