@@ -1,0 +1,66 @@
+"""The reconciler: lost deliveries are re-published; stuck turns fail visibly."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import update
+from support import Api, wait_until
+
+from cortex_workers.runtime import get_runtime
+from cortex_workers.store.db import transaction
+from cortex_workers.store.models import Step, Turn
+
+
+def _tenant_of(client: Api) -> uuid.UUID:
+    from cortex_workers.store import repo
+
+    with transaction(get_runtime().db) as db:
+        tenant = repo.tenant_for_key(db, client.key or "")
+    assert tenant is not None
+    return tenant
+
+
+def test_a_turn_whose_first_step_was_never_published_still_runs(client: Api) -> None:
+    from cortex_workers.turns.submit import submit_turn
+
+    sid = client.scripted_session({"text": "recovered"})
+    # Commit without publishing, as if the broker had been unreachable at that moment.
+    accepted = submit_turn(get_runtime(), tenant_id=_tenant_of(client),
+                           session_id=uuid.UUID(sid), content="hello")
+    assert accepted.publish  # a step was due for delivery, and nobody delivered it
+    turn = client.wait_turn(str(accepted.turn.id), timeout=60)
+    assert turn["status"] == "done" and turn["answer"] == "recovered"
+
+
+def test_a_turn_past_its_deadline_fails_visibly(client: Api) -> None:
+    sid = client.scripted_session({"text": " ".join(["slow"] * 200), "token_ms": 200})
+    tid = client.submit(sid)
+    wait_until(lambda: client.turn(tid)["status"] == "running", what="running")
+    with transaction(get_runtime().db) as db:
+        db.execute(update(Turn).where(Turn.id == uuid.UUID(tid))
+                   .values(deadline=Turn.started_at))
+    events = client.turn_events(tid)
+    assert events[-2].event == "error" and events[-2].data["code"] == "deadline_exceeded"
+    assert events[-1].data["status"] == "failed"
+    assert client.turn(tid)["error"]["code"] == "deadline_exceeded"
+
+
+def test_a_step_lost_too_many_times_fails_its_turn_and_fences_the_old_worker(client: Api) -> None:
+    sid = client.scripted_session({"text": " ".join(["slow"] * 200), "token_ms": 100},
+                                  {"text": "next turn"})
+    tid = client.submit(sid)
+    client.turn_events(tid, limit=2)
+    # The attempt cap (5) is reached and the lease has run out: the holder is presumed dead.
+    with transaction(get_runtime().db) as db:
+        db.execute(update(Step).where(Step.turn_id == uuid.UUID(tid))
+                   .values(attempt=5, lease_until=Step.created_at))
+    turn = client.wait_turn(tid, timeout=30)
+    assert turn["status"] == "failed" and turn["error"]["code"] == "attempts_exhausted"
+    events = client.turn_events(tid)
+    assert [e.event for e in events][-2:] == ["error", "done"]
+    # the old worker, still streaming, was fenced out: nothing was stored for its step
+    assert [m["role"] for m in client.messages(sid)] == ["user"]
+    # and the session moves on
+    nxt = client.submit(sid, "again")
+    assert client.wait_turn(nxt)["answer"] == "next turn"
