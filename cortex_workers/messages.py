@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
+PREVIOUS_SUMMARY = "Previous summary:\n"
+"""Prefix of the system message that carries the rolling summary into a summarize request."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,7 +69,9 @@ class TomlSource(PydanticBaseSettingsSource):
 class Settings(BaseSettings):
     """Everything a process needs to know, with defaults that run the dev stack."""
 
-    model_config = SettingsConfigDict(env_prefix="CORTEX_", extra="ignore", populate_by_name=True)
+    model_config = SettingsConfigDict(
+        env_prefix="CORTEX_", extra="ignore", populate_by_name=True, env_ignore_empty=True
+    )
 
     database_url: str = Field(
         default="", validation_alias=AliasChoices("DATABASE_URL", "CORTEX_DATABASE_URL")

@@ -4,8 +4,9 @@ Every entry has an explicit id so that writes are idempotent and fenced:
 - a model step's events: `{step_no*1000 + attempt}-{chunk}`; a retried XADD of the same id is
   rejected, and once a newer attempt has written, every write of an older one is rejected;
 - a tool batch's results: `{model_step_no*1000 + 999}-*` (after the model step, before the next);
-- the terminal `error` and `done`: `{TERMINAL_MS}-0` and `{TERMINAL_MS}-1`, so they are written
-  once, and nothing can be appended after `done`.
+- the terminal events: `step_restart` of a model step cut off mid-stream `{TERMINAL_MS}-0`,
+  `error` `{TERMINAL_MS}-1` and `done` `{TERMINAL_MS}-2`, so each is written once and nothing
+  can be appended after them.
 Each entry holds two fields: `event` (the SSE event name) and `data` (JSON).
 """
 
@@ -117,11 +118,16 @@ def emit_terminal(
     *,
     done: dict[str, Any],
     error: dict[str, Any] | None = None,
+    discard: dict[str, Any] | None = None,
     ttl_s: int,
 ) -> None:
-    """Write the turn's `error` (if any) and `done` once; repeating this is harmless."""
+    """Write the turn's terminal events once; repeating this is harmless.
+
+    `discard` (`{"step", "attempt"}`) names a model step cut off mid-stream: its partial text
+    is to be dropped, so the streamed text still equals the stored messages.
+    """
     key = stream_key(turn_id)
-    for seq, event, data in ((0, "error", error), (1, "done", done)):
+    for seq, event, data in terminal_entries(done=done, error=error, discard=discard):
         if data is None:
             continue
         try:
@@ -130,6 +136,14 @@ def emit_terminal(
             if not _is_stale_id(exc):
                 raise
     client.expire(key, ttl_s)
+
+
+def terminal_entries(
+    *, done: dict[str, Any], error: dict[str, Any] | None, discard: dict[str, Any] | None
+) -> list[tuple[int, str, dict[str, Any]]]:
+    """(seq, event, data) of a turn's terminal events, in order, under `TERMINAL_MS`."""
+    entries = [(0, "step_restart", discard), (1, "error", error), (2, "done", done)]
+    return [(seq, event, data) for seq, event, data in entries if data is not None]
 
 
 @dataclass(frozen=True, slots=True)

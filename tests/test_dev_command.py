@@ -14,25 +14,46 @@ import psutil
 import pytest
 from support import free_port, parse_sse, wait_until
 
-SCRIPT = [{"text": "Working.", "tool_calls": [{"name": "calculate",
-                                               "arguments": {"expression": "2**10"}},
-                                              {"name": "current_time", "arguments": {}}]},
-          {"text": "2**10 is 1024."}]
+SCRIPT = [
+    {
+        "text": "Working.",
+        "tool_calls": [
+            {"name": "calculate", "arguments": {"expression": "2**10"}},
+            {"name": "current_time", "arguments": {}},
+        ],
+    },
+    {"text": "2**10 is 1024."},
+]
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("CORTEX_") and k not in ("DATABASE_URL", "REDIS_URL",
-                                                         "CELERY_BROKER_URL")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("CORTEX_")
+        and k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")
+    }
     env["CORTEX_RECONCILE_EVERY_S"] = "1"
     return env
 
 
 def _start(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "cortex_workers.cli", "dev", "--data-dir", str(data_dir),
-         "--port", str(port)],
-        env=_env(), stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "cortex_workers.cli",
+            "dev",
+            "--data-dir",
+            str(data_dir),
+            "--port",
+            str(port),
+        ],
+        env=_env(),
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def _ready(base: str) -> bool:
@@ -63,8 +84,9 @@ def dev_dir(tmp_path: Path) -> Path:
     return tmp_path / "cortex-data"
 
 
-def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(dev_dir: Path,
-                                                               tmp_path: Path) -> None:
+def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(
+    dev_dir: Path, tmp_path: Path
+) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "dev.log"
@@ -94,11 +116,17 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(dev_dir: Path,
         # a worker that dies is started again
         llm = next(p for p in _children(proc) if "--queues llm" in _cmd(p))
         llm.kill()
-        wait_until(lambda: any("--queues llm" in _cmd(p) and p.pid != llm.pid
-                               for p in _children(proc)), timeout=60, what="llm worker restart")
+        wait_until(
+            lambda: any("--queues llm" in _cmd(p) and p.pid != llm.pid for p in _children(proc)),
+            timeout=60,
+            what="llm worker restart",
+        )
         tid2 = http.post(f"/v1/sessions/{sid}/turns", json={"content": "again"}).json()["id"]
-        wait_until(lambda: http.get(f"/v1/turns/{tid2}").json()["status"] == "done",
-                   timeout=60, what="turn after restart")
+        wait_until(
+            lambda: http.get(f"/v1/turns/{tid2}").json()["status"] == "done",
+            timeout=60,
+            what="turn after restart",
+        )
         children = _children(proc)
     finally:
         _stop(proc)
@@ -108,8 +136,22 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(dev_dir: Path,
 
     # `keys create` reaches the same embedded servers through --data-dir
     out = subprocess.run(
-        [sys.executable, "-m", "cortex_workers.cli", "keys", "create", "--tenant", "ops",
-         "--data-dir", str(dev_dir)], env=_env(), capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "cortex_workers.cli",
+            "keys",
+            "create",
+            "--tenant",
+            "ops",
+            "--data-dir",
+            str(dev_dir),
+        ],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     ops_key = out.stdout.strip().splitlines()[-1]
     assert ops_key.startswith("cwk_")
@@ -119,10 +161,15 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(dev_dir: Path,
     try:
         wait_until(lambda: _ready(base), timeout=120, interval=0.5, what="dev stack restarted")
         assert (dev_dir / "api-key").read_text().strip() == key
-        r = httpx.get(f"{base}/v1/sessions/{sid}/messages",
-                      headers={"Authorization": f"Bearer {key}"})
+        r = httpx.get(
+            f"{base}/v1/sessions/{sid}/messages", headers={"Authorization": f"Bearer {key}"}
+        )
         assert [m["role"] for m in r.json()["messages"]][:2] == ["user", "assistant"]
-        assert httpx.get(f"{base}/v1/providers",
-                         headers={"Authorization": f"Bearer {ops_key}"}).status_code == 200
+        assert (
+            httpx.get(
+                f"{base}/v1/providers", headers={"Authorization": f"Bearer {ops_key}"}
+            ).status_code
+            == 200
+        )
     finally:
         _stop(proc)

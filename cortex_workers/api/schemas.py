@@ -6,7 +6,14 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ..providers.scripted import ScriptReply
 
@@ -74,8 +81,15 @@ class SessionCreate(StorableBody):
         if script is not None:
             if not isinstance(script, list):
                 raise ValueError("metadata.script must be a list of replies")
-            for reply in script:
-                ScriptReply.model_validate(reply)
+            for i, reply in enumerate(script):
+                try:
+                    ScriptReply.model_validate(reply)
+                except ValidationError as exc:
+                    first = exc.errors()[0]
+                    where = ".".join(str(p) for p in first["loc"])
+                    raise ValueError(
+                        f"metadata.script[{i}]{'.' + where if where else ''}: {first['msg']}"
+                    ) from None
         return value
 
 

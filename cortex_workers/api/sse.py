@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -23,6 +24,7 @@ from ..streaming import (
     emit_terminal,
     parse_entry_id,
     stream_key,
+    terminal_entries,
     tool_batch_ms,
 )
 from ..turns.lifecycle import Ended
@@ -30,12 +32,17 @@ from ..turns.lifecycle import Ended
 CHECK_DB_EVERY_S = 3.0
 
 
-def _entry(ms: int, seq: int, event: str, data: dict[str, Any]) -> Entry:
-    return Entry(f"{ms}-{seq}", event, json.dumps(data, ensure_ascii=False, default=str))
+@dataclass
+class _Group:
+    """The events of one step (or one tool batch) under one stream-id millisecond part."""
+
+    ms: int
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    step: tuple[int, int] | None = None
+    """(step_no, attempt) of a model step: resuming inside it restarts its text."""
 
 
-def snapshot(rt: Runtime, turn_id: uuid.UUID) -> list[Entry] | None:
-    """A finished turn's events rebuilt from Postgres; None while the turn is not finished."""
+def _groups(rt: Runtime, turn_id: uuid.UUID) -> tuple[list[_Group], Ended] | None:
     with transaction(rt.db) as db:
         turn = repo.get_turn(db, turn_id)
         if turn is None or turn.status not in TERMINAL:
@@ -43,27 +50,23 @@ def snapshot(rt: Runtime, turn_id: uuid.UUID) -> list[Entry] | None:
         steps = {s.id: s for s in step_store.steps_of_turn(db, turn_id)}
         messages = repo.turn_messages(db, turn_id)
         results = {c.call_id: c for c in repo.tool_calls_of_turn(db, turn_id)}
-        ended = Ended.of(turn)
-    out: list[Entry] = []
+        ended = Ended.of(db, turn)
+    groups: list[_Group] = []
     for m in messages:
         step = steps.get(m.step_id) if m.step_id else None
         if m.role != "assistant" or step is None:
             continue
-        ms = step.step_no * 1000 + max(step.attempt, 1)
-        out.append(_entry(ms, 0, "token", {"text": m.content, "step": step.step_no}))
-        out.append(
-            _entry(
-                ms, 1, "message", {"role": "assistant", "content": m.content, "step": step.step_no}
-            )
-        )
-        for i, call in enumerate(m.tool_calls or ()):
-            out.append(_entry(ms, 2 + i, "tool_call", {**call, "step": step.step_no}))
+        no, attempt = step.step_no, max(step.attempt, 1)
+        group = _Group(no * 1000 + attempt, step=(no, attempt))
+        group.events.append(("token", {"text": m.content, "step": no}))
+        group.events.append(("message", {"role": "assistant", "content": m.content, "step": no}))
+        batch = _Group(tool_batch_ms(no))
+        for call in m.tool_calls or ():
+            group.events.append(("tool_call", {**call, "step": no}))
             row = results.get(call["id"])
             if row is not None and row.status == "done":
-                out.append(
-                    _entry(
-                        tool_batch_ms(step.step_no),
-                        0,
+                batch.events.append(
+                    (
                         "tool_result",
                         {
                             "id": row.call_id,
@@ -74,29 +77,43 @@ def snapshot(rt: Runtime, turn_id: uuid.UUID) -> list[Entry] | None:
                         },
                     )
                 )
-    out.sort(key=lambda e: parse_entry_id(e.id) or (0, 0))
-    _renumber_tool_results(out)
-    if ended.error:
-        out.append(_entry(TERMINAL_MS, 0, "error", ended.error))
-    out.append(_entry(TERMINAL_MS, 1, "done", ended.done_event()))
+        groups += [g for g in (group, batch) if g.events]
+    return groups, ended
+
+
+def snapshot(rt: Runtime, turn_id: uuid.UUID, *, last_id: str | None) -> list[Entry] | None:
+    """A finished turn's events after `last_id`, rebuilt from Postgres; None while it runs.
+
+    Ids keep the live stream's millisecond parts, so a client resuming with an id it got live
+    lands in the right place: inside a model step it first gets `step_restart` (drop that
+    step's partial text) and the whole text again; inside a tool batch it gets the batch's
+    results again (a `tool_result` is identified by its `id`).
+    """
+    built = _groups(rt, turn_id)
+    if built is None:
+        return None
+    groups, ended = built
+    last_ms, last_seq = parse_entry_id(last_id or "") or (-1, -1)
+    out: list[Entry] = []
+    for g in groups:
+        if g.ms < last_ms:
+            continue
+        events, first = g.events, 0
+        if g.ms == last_ms:
+            first = last_seq + 1
+            if g.step is not None:
+                events = [("step_restart", {"step": g.step[0], "attempt": g.step[1]}), *events]
+        out += [_entry(g.ms, first + i, event, data) for i, (event, data) in enumerate(events)]
+    for seq, event, data in terminal_entries(
+        done=ended.done_event(), error=ended.error, discard=ended.discard_event()
+    ):
+        if (TERMINAL_MS, seq) > (last_ms, last_seq):
+            out.append(_entry(TERMINAL_MS, seq, event, data))
     return out
 
 
-def _renumber_tool_results(entries: list[Entry]) -> None:
-    counters: dict[str, int] = {}
-    for i, e in enumerate(entries):
-        if e.event == "tool_result":
-            ms = e.id.split("-")[0]
-            n = counters.get(ms, 0)
-            counters[ms] = n + 1
-            entries[i] = Entry(f"{ms}-{n}", e.event, e.data)
-
-
-def _after(entry_id: str, last_id: str | None) -> bool:
-    if not last_id:
-        return True
-    mine, theirs = parse_entry_id(entry_id), parse_entry_id(last_id)
-    return theirs is None or (mine is not None and mine > theirs)
+def _entry(ms: int, seq: int, event: str, data: dict[str, Any]) -> Entry:
+    return Entry(f"{ms}-{seq}", event, json.dumps(data, ensure_ascii=False, default=str))
 
 
 def _ensure_terminal(rt: Runtime, turn_id: uuid.UUID) -> bool:
@@ -105,12 +122,13 @@ def _ensure_terminal(rt: Runtime, turn_id: uuid.UUID) -> bool:
         turn = repo.get_turn(db, turn_id)
         if turn is None or turn.status not in TERMINAL:
             return False
-        ended = Ended.of(turn)
+        ended = Ended.of(db, turn)
     emit_terminal(
         rt.redis,
         turn_id,
         done=ended.done_event(),
         error=ended.error,
+        discard=ended.discard_event(),
         ttl_s=rt.settings.stream_ttl_s,
     )
     return True
@@ -122,11 +140,10 @@ async def turn_events(
     """Entries after `last_id` until `done`."""
     key = stream_key(turn_id)
     if not await client.exists(key):
-        entries = await run_in_threadpool(snapshot, rt, turn_id)
+        entries = await run_in_threadpool(lambda: snapshot(rt, turn_id, last_id=last_id))
         if entries is not None:
             for e in entries:
-                if _after(e.id, last_id):
-                    yield e
+                yield e
             return
     cursor = last_id if last_id and parse_entry_id(last_id) else "0-0"
     waited = 0.0

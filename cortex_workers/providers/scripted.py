@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import RetryableError, TerminalError
 from ..messages import (
+    PREVIOUS_SUMMARY,
     FinishEvent,
     Message,
     ModelRequest,
@@ -71,7 +72,8 @@ def summarize_messages(request: ModelRequest) -> str:
     lines = []
     for m in request.messages:
         if m.role == "system":
-            lines.append(m.content)
+            if m.content.startswith(PREVIOUS_SUMMARY):
+                lines.append(m.content.removeprefix(PREVIOUS_SUMMARY))
         else:
             snippet = " ".join(m.content.split())[:200]
             lines.append(f"- {m.role}: {snippet}")

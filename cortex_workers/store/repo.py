@@ -347,10 +347,7 @@ def sessions_needing_promotion(db: Db, *, limit: int = 100) -> Sequence[uuid.UUI
 def overdue_turns(db: Db, *, limit: int = 100) -> Sequence[uuid.UUID]:
     return (
         db.execute(
-            select(Turn.id)
-            .where(Turn.status == "running", Turn.deadline < func.now())
-            .limit(limit)
-            .with_for_update(skip_locked=True)
+            select(Turn.id).where(Turn.status == "running", Turn.deadline < func.now()).limit(limit)
         )
         .scalars()
         .all()

@@ -125,7 +125,7 @@ def finish_step(db: Db, step_id: uuid.UUID, attempt: int, **fields: Any) -> bool
         db.execute(
             update(Step)
             .where(Step.id == step_id, Step.attempt == attempt, Step.status == "leased")
-            .values(status="done", finished_at=now(), lease_until=None, **fields)
+            .values(status="done", finished_at=now(), lease_until=None, error=None, **fields)
             .returning(Step.id)
         ).first()
         is not None
@@ -171,6 +171,22 @@ def cancel_open_steps(db: Db, turn_id: uuid.UUID) -> None:
         )
         .values(status="cancelled", finished_at=now(), lease_until=None)
     )
+
+
+def cut_off_model_step(db: Db, turn_id: uuid.UUID) -> tuple[int, int] | None:
+    """(step_no, attempt) of the turn's model step that was claimed but never finished."""
+    row = db.execute(
+        select(Step.step_no, Step.attempt)
+        .where(
+            Step.turn_id == turn_id,
+            Step.kind == "model",
+            Step.attempt > 0,
+            Step.status.in_(("failed", "cancelled")),
+        )
+        .order_by(Step.step_no.desc())
+        .limit(1)
+    ).first()
+    return (row.step_no, row.attempt) if row else None
 
 
 def get_step(db: Db, step_id: uuid.UUID, *, lock: bool = False) -> Step | None:

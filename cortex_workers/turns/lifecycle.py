@@ -30,9 +30,11 @@ class Ended:
     output_tokens: int
     cost_usd: float
     error: dict[str, Any] | None
+    cut_off: tuple[int, int] | None = None
+    """(step_no, attempt) of a model step that ended mid-stream: its partial text is void."""
 
     @classmethod
-    def of(cls, turn: Turn) -> Ended:
+    def of(cls, db: Db, turn: Turn) -> Ended:
         return cls(
             turn.id,
             turn.status,
@@ -40,7 +42,13 @@ class Ended:
             turn.output_tokens,
             float(turn.cost_usd),
             turn.error,
+            step_store.cut_off_model_step(db, turn.id),
         )
+
+    def discard_event(self) -> dict[str, Any] | None:
+        if self.cut_off is None:
+            return None
+        return {"step": self.cut_off[0], "attempt": self.cut_off[1]}
 
     def done_event(self) -> dict[str, Any]:
         return {
@@ -101,18 +109,28 @@ def end_turn(
     if turn is None:
         return None, []
     step_store.cancel_open_steps(db, turn_id)
-    return Ended.of(turn), promote_next(rt, db, session_id)
+    return Ended.of(db, turn), promote_next(rt, db, session_id)
 
 
 def fail_turn(
-    rt: Runtime, *, turn_id: uuid.UUID, code: str, message: str
+    rt: Runtime,
+    *,
+    turn_id: uuid.UUID,
+    code: str,
+    message: str,
+    failed_step_id: uuid.UUID | None = None,
 ) -> tuple[Ended | None, list[NextStep]]:
-    """Fail a turn visibly in its own transaction (after commit, call `announce`)."""
+    """Fail a turn visibly in its own transaction (after commit, call `announce`).
+
+    `failed_step_id` is the step whose failure this is; it is marked `failed` with the error.
+    """
     with transaction(rt.db) as db:
         turn = repo.get_turn(db, turn_id)
         if turn is None:
             return None, []
         repo.get_session(db, turn.session_id, lock=True)
+        if failed_step_id is not None and turn.status == "running":
+            step_store.fail_step(db, failed_step_id, error={"code": code, "message": message})
         return end_turn(
             rt,
             db,
@@ -134,5 +152,6 @@ def announce(rt: Runtime, ended: Ended | None) -> None:
         ended.turn_id,
         done=ended.done_event(),
         error=ended.error,
+        discard=ended.discard_event(),
         ttl_s=rt.settings.stream_ttl_s,
     )

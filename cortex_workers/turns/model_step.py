@@ -96,7 +96,13 @@ def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
         return _retry_or_fail(rt, claim, ctx, exc)
     except TerminalError as exc:
         _audit_failure(rt, claim, ctx, exc)
-        ended, publish = fail_turn(rt, turn_id=claim.turn_id, code=exc.code, message=exc.message)
+        ended, publish = fail_turn(
+            rt,
+            turn_id=claim.turn_id,
+            code=exc.code,
+            message=exc.message,
+            failed_step_id=claim.step_id,
+        )
         announce(rt, ended)
         return publish
     except Exception as exc:  # a bug or an unclassified SDK error: retried, then visible
@@ -360,6 +366,7 @@ def _retry_or_fail(
             turn_id=claim.turn_id,
             code=exc.code,
             message=f"{exc.message} (gave up after {claim.attempt} attempts)",
+            failed_step_id=claim.step_id,
         )
         announce(rt, ended)
         return publish

@@ -76,16 +76,17 @@ def _sweep_steps(rt: Runtime, sweep: Sweep) -> None:
                 step.status = "cancelled"
                 continue
             if step.status == "leased" and step.attempt >= rt.settings.max_attempts:
-                exhausted.append((step.turn_id, step.attempt))
+                exhausted.append((step.turn_id, step.id, step.attempt))
                 continue
             step_store.mark_republished(db, step)
             sweep.republished.append(NextStep(step.id, step.kind))  # type: ignore[arg-type]
-    for turn_id, attempts in exhausted:
+    for turn_id, step_id, attempts in exhausted:
         ended, publish = fail_turn(
             rt,
             turn_id=turn_id,
             code="attempts_exhausted",
             message=f"a step of this turn was lost {attempts} times (workers crashing?)",
+            failed_step_id=step_id,
         )
         _record(rt, sweep, ended, publish)
 

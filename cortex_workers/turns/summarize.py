@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from ..messages import Message, ModelRequest
+from ..messages import PREVIOUS_SUMMARY, Message, ModelRequest
 from ..providers.base import collect
 from ..runtime import get_runtime
 from ..store import repo
@@ -46,7 +46,7 @@ def run_summarize_step(step_id: uuid.UUID) -> list[NextStep]:
         return []
     messages = [Message(role="system", content=INSTRUCTION)]
     if previous:
-        messages.append(Message(role="system", content=previous))
+        messages.append(Message(role="system", content=PREVIOUS_SUMMARY + previous))
     messages += [to_message(m) for m in folded_upto]
     request = ModelRequest(
         model=model, messages=tuple(messages), purpose="summarize", attempt=claim.attempt

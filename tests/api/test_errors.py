@@ -33,7 +33,9 @@ def assert_error(r: httpx.Response, status: int, code: str | None = None) -> dic
 
 def assert_client_error(r: httpx.Response) -> dict[str, Any]:
     """Some 4xx in the error shape."""
-    assert 400 <= r.status_code < 500, f"{r.request.method} {r.request.url}: {r.status_code} {r.text}"
+    assert 400 <= r.status_code < 500, (
+        f"{r.request.method} {r.request.url}: {r.status_code} {r.text}"
+    )
     return assert_error(r, r.status_code)
 
 
@@ -239,8 +241,12 @@ def anon(api: Api) -> Iterator[httpx.Client]:
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("POST", "/v1/sessions"), ("GET", "/v1/providers"), ("GET", "/v1/tools"),
-     *[(m, p.format(sid=uuid.uuid4(), tid=uuid.uuid4())) for m, p in ID_ROUTES]],
+    [
+        ("POST", "/v1/sessions"),
+        ("GET", "/v1/providers"),
+        ("GET", "/v1/tools"),
+        *[(m, p.format(sid=uuid.uuid4(), tid=uuid.uuid4())) for m, p in ID_ROUTES],
+    ],
 )
 def test_a_missing_authorization_is_401_with_www_authenticate(
     anon: httpx.Client, method: str, path: str
@@ -284,8 +290,9 @@ def test_a_session_route_checks_authentication_before_the_path(anon: httpx.Clien
 
 def test_a_body_over_the_limit_with_content_length_is_413(client: Api, sid: str) -> None:
     body = json.dumps({"content": "x" * (MAX_BYTES + 10)}).encode()
-    r = client.http.post(f"/v1/sessions/{sid}/turns", content=body,
-                         headers={"Content-Type": "application/json"})
+    r = client.http.post(
+        f"/v1/sessions/{sid}/turns", content=body, headers={"Content-Type": "application/json"}
+    )
     err = assert_error(r, 413, "payload_too_large")
     assert err["details"] == {"max_bytes": MAX_BYTES}
     r = client.http.post("/v1/sessions", json={"system_prompt": "p" * (MAX_BYTES + 1)})
@@ -293,17 +300,16 @@ def test_a_body_over_the_limit_with_content_length_is_413(client: Api, sid: str)
     assert client.messages(sid) == []
 
 
-def test_a_chunked_body_over_the_limit_without_content_length_is_413(
-    client: Api, sid: str
-) -> None:
+def test_a_chunked_body_over_the_limit_without_content_length_is_413(client: Api, sid: str) -> None:
     def chunks() -> Iterator[bytes]:
         yield b'{"content": "'
         for _ in range(100):
             yield b"y" * 1024
         yield b'"}'
 
-    r = client.http.post(f"/v1/sessions/{sid}/turns", content=chunks(),
-                         headers={"Content-Type": "application/json"})
+    r = client.http.post(
+        f"/v1/sessions/{sid}/turns", content=chunks(), headers={"Content-Type": "application/json"}
+    )
     assert "content-length" not in r.request.headers
     assert r.request.headers.get("transfer-encoding") == "chunked"
     assert_error(r, 413, "payload_too_large")
@@ -318,8 +324,9 @@ def test_a_chunked_body_under_the_limit_is_accepted(client: Api) -> None:
         yield b"z" * 1000
         yield b'"}'
 
-    r = client.http.post(f"/v1/sessions/{sid}/turns", content=chunks(),
-                         headers={"Content-Type": "application/json"})
+    r = client.http.post(
+        f"/v1/sessions/{sid}/turns", content=chunks(), headers={"Content-Type": "application/json"}
+    )
     assert r.status_code == 202, r.text
     assert client.wait_turn(r.json()["id"])["status"] == "done"
 
@@ -341,8 +348,9 @@ def test_a_chunked_body_under_the_limit_is_accepted(client: Api) -> None:
     ],
 )
 def test_out_of_range_paging_is_422(client: Api, sid: str, params: dict[str, Any]) -> None:
-    err = assert_error(client.http.get(f"/v1/sessions/{sid}/messages", params=params), 422,
-                       "validation_error")
+    err = assert_error(
+        client.http.get(f"/v1/sessions/{sid}/messages", params=params), 422, "validation_error"
+    )
     assert any(loc[0] == "query" and loc[1] in params for loc in locs(err)), err
 
 
@@ -351,6 +359,25 @@ def test_an_idempotency_key_of_300_chars_is_422(client: Api, sid: str) -> None:
     err = assert_error(r, 422, "validation_error")
     assert any(loc[0] == "header" for loc in locs(err)), err
     assert client.messages(sid) == []
+
+
+def test_an_empty_idempotency_key_is_422(client: Api, sid: str) -> None:
+    r = client.post_turn(sid, "x", headers={"Idempotency-Key": ""})
+    assert_error(r, 422, "validation_error")
+    assert client.messages(sid) == []
+
+
+def test_an_idempotency_key_reused_on_another_session_is_422(client: Api) -> None:
+    key = {"Idempotency-Key": f"key-{uuid.uuid4()}"}
+    first_sid = client.scripted_session({"text": "one"})
+    other_sid = client.scripted_session({"text": "two"})
+    tid = client.submit(first_sid, "same words", headers=key)
+    err = assert_error(
+        client.post_turn(other_sid, "same words", headers=key), 422, "idempotency_key_reused"
+    )
+    assert err["details"]["turn_id"] == tid
+    client.wait_turn(tid)
+    assert client.messages(other_sid) == []
 
 
 def test_an_idempotency_key_reused_with_another_body_is_422(client: Api) -> None:
@@ -395,9 +422,7 @@ def test_if_busy_reject_on_a_busy_session_is_409(client: Api) -> None:
     r = client.post_turn(sid, "me too", if_busy="reject")
     err = assert_error(r, 409, "session_busy")
     assert err["details"]["active_turn_id"] == busy
-    assert [m["content"] for m in client.messages(sid) if m["role"] == "user"] == [
-        "take your time"
-    ]
+    assert [m["content"] for m in client.messages(sid) if m["role"] == "user"] == ["take your time"]
     client.http.post(f"/v1/turns/{busy}/cancel")
     client.wait_turn(busy)
 
@@ -527,8 +552,11 @@ def json_routes(client: Api) -> list[str]:
 
 
 def _post_raw(client: Api, path: str, raw: str) -> httpx.Response:
-    return client.http.post(path, content=raw.encode("utf-8", "surrogatepass"),
-                            headers={"Content-Type": "application/json"})
+    return client.http.post(
+        path,
+        content=raw.encode("utf-8", "surrogatepass"),
+        headers={"Content-Type": "application/json"},
+    )
 
 
 def test_junk_bodies_are_4xx_in_shape_on_every_json_route(
@@ -575,8 +603,13 @@ def test_a_nul_byte_in_content_is_refused_or_stored_never_a_5xx(client: Api) -> 
 
 def test_a_nul_byte_in_session_fields_is_refused_or_stored_never_a_5xx(client: Api) -> None:
     failures = []
-    for body in ({"name": "a\u0000b"}, {"system_prompt": "a\u0000b"}, {"model": "a\u0000b"},
-                 {"metadata": {"k": "a\u0000b"}}, {"metadata": {"a\u0000b": 1}}):
+    for body in (
+        {"name": "a\u0000b"},
+        {"system_prompt": "a\u0000b"},
+        {"model": "a\u0000b"},
+        {"metadata": {"k": "a\u0000b"}},
+        {"metadata": {"a\u0000b": 1}},
+    ):
         r = client.http.post("/v1/sessions", json=body)
         if r.status_code >= 500:
             failures.append(f"POST /v1/sessions {body!r} -> {r.status_code} {r.text[:120]}")

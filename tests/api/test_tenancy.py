@@ -17,11 +17,14 @@ SECRET_ANSWER = "tenant-A private answer d04a"
 def _routes_with_ids(api: Api) -> list[tuple[str, str]]:
     spec = api.http.get("/openapi.json")
     assert spec.status_code == 200, spec.text
-    out = []
+    out: list[tuple[str, str]] = []
     for path, ops in spec.json()["paths"].items():
         if "{session_id}" in path or "{turn_id}" in path:
-            out.extend((method.upper(), path) for method in ops
-                       if method in {"get", "post", "put", "patch", "delete"})
+            out.extend(
+                (method.upper(), path)
+                for method in ops
+                if method in {"get", "post", "put", "patch", "delete"}
+            )
     return out
 
 
@@ -61,8 +64,9 @@ def _not_found(r: httpx.Response) -> dict[str, Any]:
 def test_another_tenants_ids_answer_404_on_every_route_and_leak_nothing(
     client: Api, other_client: Api
 ) -> None:
-    sid = client.scripted_session({"text": SECRET_ANSWER}, system_prompt=SECRET_PROMPT,
-                                  name="tenant-A session")
+    sid = client.scripted_session(
+        {"text": SECRET_ANSWER}, system_prompt=SECRET_PROMPT, name="tenant-A session"
+    )
     tid = client.submit(sid, SECRET_CONTENT)
     before = client.wait_turn(tid)
     assert before["status"] == "done" and before["answer"] == SECRET_ANSWER
@@ -75,8 +79,12 @@ def test_another_tenants_ids_answer_404_on_every_route_and_leak_nothing(
         err = _not_found(theirs)
         # A's values B did not send appear nowhere, the one B sent only where an unknown id's would.
         sent = sid if "{session_id}" in template else tid
-        for secret in {sid, tid} - {sent} | {SECRET_PROMPT, SECRET_CONTENT, SECRET_ANSWER,
-                                             "tenant-A session"}:
+        for secret in {sid, tid} - {sent} | {
+            SECRET_PROMPT,
+            SECRET_CONTENT,
+            SECRET_ANSWER,
+            "tenant-A session",
+        }:
             assert secret not in theirs.text, (method, template, theirs.text)
         # and the answer is the one an id that exists nowhere gets: no existence oracle
         ghost_sid, ghost_tid = str(uuid.uuid4()), str(uuid.uuid4())
@@ -110,9 +118,7 @@ def test_another_tenant_cannot_cancel_a_running_turn(client: Api, other_client: 
     turn = client.wait_turn(tid)
     assert turn["status"] == "done", turn
     assert turn["answer"] == "slow reply here"
-    assert [m["content"] for m in client.messages(sid) if m["role"] == "user"] == [
-        "take your time"
-    ]
+    assert [m["content"] for m in client.messages(sid) if m["role"] == "user"] == ["take your time"]
 
 
 def test_another_tenants_idempotency_key_is_its_own(client: Api, other_client: Api) -> None:

@@ -83,6 +83,7 @@ def test_a_retryable_provider_error_is_retried_and_the_turn_completes(client: Ap
     turn = client.wait_turn(tid)
     assert turn["status"] == "done" and turn["answer"] == "made it"
     assert turn["steps"][0]["attempt"] == 3
+    assert turn["steps"][0]["status"] == "done" and turn["steps"][0]["error"] is None
     restarts = [e.data for e in events if e.event == "step_restart"]
     assert [r["attempt"] for r in restarts] == [2, 3]
     assert text_of(events) == "made it"
@@ -100,7 +101,9 @@ def test_a_final_provider_error_fails_the_turn_visibly(client: Api) -> None:
     assert events[-1].event == "done" and events[-1].data["status"] == "failed"
     turn = client.wait_turn(tid)
     assert turn["status"] == "failed" and turn["error"]["message"] == error["message"]
-    assert turn["steps"][0]["attempt"] == 1
+    step = turn["steps"][0]
+    assert step["attempt"] == 1 and step["status"] == "failed"
+    assert step["error"]["message"] == error["message"]
     # the session is not stuck: the next turn runs
     nxt = client.submit(sid, "again")
     assert client.wait_turn(nxt)["answer"] == "next turn works"
@@ -114,4 +117,4 @@ def test_retries_stop_at_the_attempt_cap_and_fail_the_turn(client: Api) -> None:
     turn = client.wait_turn(tid)
     assert turn["status"] == "failed"
     assert "gave up after 5 attempts" in turn["error"]["message"]
-    assert turn["steps"][0]["attempt"] == 5
+    assert turn["steps"][0]["attempt"] == 5 and turn["steps"][0]["status"] == "failed"

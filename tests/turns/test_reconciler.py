@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from sqlalchemy import update
-from support import Api, wait_until
+from support import Api, stored_text, text_of, wait_until
 
 from cortex_workers.runtime import get_runtime
 from cortex_workers.store.db import transaction
@@ -44,6 +44,9 @@ def test_a_turn_past_its_deadline_fails_visibly(client: Api) -> None:
     assert events[-2].event == "error" and events[-2].data["code"] == "deadline_exceeded"
     assert events[-1].data["status"] == "failed"
     assert client.turn(tid)["error"]["code"] == "deadline_exceeded"
+    # the model step was cut off mid-stream: its partial text is withdrawn
+    assert events[-3].event == "step_restart"
+    assert text_of(events) == "" == stored_text(client.messages(sid), tid)
 
 
 def test_a_step_lost_too_many_times_fails_its_turn_and_fences_the_old_worker(client: Api) -> None:
@@ -58,7 +61,8 @@ def test_a_step_lost_too_many_times_fails_its_turn_and_fences_the_old_worker(cli
     turn = client.wait_turn(tid, timeout=30)
     assert turn["status"] == "failed" and turn["error"]["code"] == "attempts_exhausted"
     events = client.turn_events(tid)
-    assert [e.event for e in events][-2:] == ["error", "done"]
+    assert [e.event for e in events][-3:] == ["step_restart", "error", "done"]
+    assert client.turn(tid)["steps"][0]["status"] == "failed"
     # the old worker, still streaming, was fenced out: nothing was stored for its step
     assert [m["role"] for m in client.messages(sid)] == ["user"]
     # and the session moves on

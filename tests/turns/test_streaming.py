@@ -31,31 +31,48 @@ def test_resuming_after_the_turn_ended_replays_only_what_was_missed(client: Api)
     assert text_of(everything) == "alpha beta gamma" == stored_text(client.messages(sid), tid)
 
 
-def test_an_expired_stream_is_served_as_a_snapshot_from_postgres(client: Api) -> None:
+def _expire(turn_id: str) -> None:
     from cortex_workers.runtime import get_runtime
     from cortex_workers.streaming import stream_key
 
-    sid = client.scripted_session(
-        {
-            "text": "Checking.",
-            "tool_calls": [{"name": "calculate", "arguments": {"expression": "2+2"}}],
-        },
-        {"text": "It is 4."},
-    )
+    get_runtime().redis.delete(stream_key(turn_id))
+
+
+TOOL_TURN = (
+    {"text": "Checking both.", "tool_calls": [
+        {"name": "calculate", "arguments": {"expression": "2+2"}},
+        {"name": "current_time", "arguments": {}}]},
+    {"text": "It is 4."},
+)
+
+
+def test_an_expired_stream_is_served_as_a_snapshot_from_postgres(client: Api) -> None:
+    sid = client.scripted_session(*TOOL_TURN)
     tid = client.submit(sid)
     live = client.turn_events(tid)
-    get_runtime().redis.delete(stream_key(tid))
+    _expire(tid)
     snap = client.turn_events(tid)
-    assert text_of(snap) == text_of(live) == "Checking.It is 4."
+    assert text_of(snap) == text_of(live) == "Checking both.It is 4."
     assert [e.event for e in snap if e.event != "token"] == [
-        e.event for e in live if e.event != "token"
-    ]
-    assert [e.data for e in snap if e.event == "tool_result"] == [
-        e.data for e in live if e.event == "tool_result"
-    ]
-    assert snap[-1].data == live[-1].data
-    resumed = client.turn_events(tid, last_event_id=snap[1].id)
-    assert [e.id for e in resumed] == [e.id for e in snap[2:]]
+        e.event for e in live if e.event != "token"]
+    by_id = {e.data["id"]: e.data for e in live if e.event == "tool_result"}
+    assert {e.data["id"]: e.data for e in snap if e.event == "tool_result"} == by_id
+    assert snap[-1].data == live[-1].data and snap[-1].id == live[-1].id
+
+
+def test_resuming_into_an_expired_stream_loses_nothing(client: Api) -> None:
+    sid = client.scripted_session(*TOOL_TURN)
+    tid = client.submit(sid)
+    live = client.turn_events(tid)
+    _expire(tid)
+    calls = {e.data["id"] for e in live if e.event == "tool_call"}
+    for cut in range(len(live) - 1):
+        resumed = client.turn_events(tid, last_event_id=live[cut].id)
+        seen = live[: cut + 1] + resumed
+        assert text_of(seen) == "Checking both.It is 4.", live[cut]
+        assert {e.data["id"] for e in seen if e.event == "tool_result"} == calls, live[cut]
+        assert [e.event for e in seen].count("done") == 1
+        assert seen[-1].event == "done"
 
 
 def test_the_session_stream_carries_every_turn_in_order(client: Api) -> None:
