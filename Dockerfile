@@ -14,15 +14,12 @@ COPY pyproject.toml README.md ./
 COPY cortex_workers ./cortex_workers
 COPY config ./config
 COPY beat ./beat
-# `packaging` is imported by kombu's Redis transport but only pulled in by kombu's `redis` extra,
-# which the project's dependencies do not request yet; without it no process can reach the broker.
-RUN pip install . packaging \
+RUN pip install . \
  && rm -rf cortex_workers build *.egg-info
 # What stays in /app: config/ (cortex.toml, alembic.ini, the Celery and ASGI entry points) and
 # beat/; the package itself runs from site-packages.
 
-# The installed package looks for config/cortex.toml next to itself (in site-packages), where
-# there is none: point it at the copy in /app instead. Override to use another file.
+# The config file in force is the copy in /app (edit or mount it there); override to use another.
 ENV CORTEX_CONFIG=/app/config/cortex.toml
 
 RUN useradd --system --uid 10001 --user-group --home-dir /app --no-create-home cortex
