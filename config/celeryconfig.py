@@ -40,6 +40,11 @@ def celery_settings(settings: Settings) -> dict[str, Any]:
             "cortex.summarize.*": {"queue": "summarize"},
             "cortex.maintenance.*": {"queue": "maintenance"},
         },
+        "task_annotations": (
+            {"cortex.llm.run_model_step": {"rate_limit": settings.llm_worker_rate_limit}}
+            if settings.llm_worker_rate_limit
+            else {}
+        ),
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,

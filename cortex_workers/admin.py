@@ -52,3 +52,16 @@ def key_is_valid(key: str) -> bool:
 
     with transaction(get_runtime().db) as db:
         return repo.tenant_for_key(db, key) is not None
+
+
+def check_config() -> str | None:
+    """Why the configuration cannot work (unknown providers, backup cycles), or None."""
+    from pydantic import ValidationError
+
+    from .providers.registry import ConfigError, ProviderRegistry
+
+    try:
+        ProviderRegistry(get_settings()).validate()
+    except (ConfigError, ValidationError) as exc:
+        return str(exc)
+    return None

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .admin import create_key, migrate, use_embedded_if_unset
+from .admin import check_config, create_key, migrate, use_embedded_if_unset
 from .settings import get_settings
 
 CELERY_APP = "config.celery_app:app"
@@ -158,6 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging()
     args = build_parser().parse_args(argv)
+    if args.command in ("dev", "api", "worker", "beat"):
+        problem = check_config()
+        if problem is not None:
+            print(f"cortex-workers: configuration error: {problem}", file=sys.stderr)
+            return 2
     return int(args.func(args) or 0)
 
 

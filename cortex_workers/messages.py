@@ -74,9 +74,22 @@ class ToolCallEvent:
 
 @dataclass(frozen=True, slots=True)
 class UsageEvent:
+    """Token counts of the whole call; a provider may report it more than once (last wins)."""
+
     input_tokens: int
     output_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
     kind: Literal["usage"] = "usage"
+
+
+@dataclass(frozen=True, slots=True)
+class WarningEvent:
+    """Something the turn should record (e.g. tools offered through the prompt)."""
+
+    code: str
+    message: str
+    kind: Literal["warning"] = "warning"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +98,7 @@ class FinishEvent:
     kind: Literal["finish"] = "finish"
 
 
-StreamEvent = TextDelta | ToolCallEvent | UsageEvent | FinishEvent
+StreamEvent = TextDelta | ToolCallEvent | UsageEvent | WarningEvent | FinishEvent
 
 
 @dataclass(slots=True)
@@ -96,4 +109,7 @@ class Completion:
     tool_calls: list[ToolCall] = field(default_factory=list)
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
     finish_reason: str = "stop"
+    warnings: list[WarningEvent] = field(default_factory=list)

@@ -14,6 +14,7 @@ import redis
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from .providers.limits import Health, RateLimiter
 from .providers.registry import ProviderRegistry
 from .settings import Settings, get_settings
 from .store.db import make_engine, make_sessionmaker
@@ -50,6 +51,20 @@ class Runtime:
     @cached_property
     def providers(self) -> ProviderRegistry:
         return ProviderRegistry(self.settings)
+
+    @cached_property
+    def rate_limiter(self) -> RateLimiter:
+        return RateLimiter(self.redis)
+
+    @cached_property
+    def health(self) -> Health:
+        s = self.settings
+        return Health(
+            self.redis,
+            after_failures=s.llm_cooldown_after_failures,
+            window_s=s.llm_cooldown_window_s,
+            cooldown_s=s.llm_cooldown_s,
+        )
 
     @cached_property
     def tools(self) -> ToolRegistry:

@@ -11,9 +11,17 @@ import re
 import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -57,13 +65,93 @@ class TomlSource(PydanticBaseSettingsSource):
         data = _substitute_env(tomllib.loads(path.read_text()))
         values: dict[str, Any] = dict(data.get("cortex", {}))
         llm = data.get("llm", {})
-        if "default_provider" in llm:
-            values.setdefault("llm_provider", llm["default_provider"])
-        for key in ("temperature", "system_prompt"):
+        for key, field_name in LLM_TABLE_KEYS.items():
             if key in llm:
-                values.setdefault(f"llm_{key}" if key == "temperature" else key, llm[key])
+                values.setdefault(field_name, llm[key])
         # Empty strings from unset ${ENV} references mean "not configured".
         return {k: v for k, v in values.items() if v != ""}
+
+
+LLM_TABLE_KEYS = {
+    "default_provider": "llm_provider",
+    "default_model": "llm_model",
+    "fallback_providers": "llm_fallback_providers",
+    "providers": "llm_providers",
+    "models": "llm_models",
+    "rate_limits": "llm_rate_limits",
+    "temperature": "llm_temperature",
+    "system_prompt": "system_prompt",
+    "max_tool_depth": "max_depth",
+    "attempts_per_provider": "llm_attempts_per_provider",
+    "cooldown_after_failures": "llm_cooldown_after_failures",
+    "cooldown": "llm_cooldown_s",
+    "rate_limit_max_wait": "llm_rate_wait_max_s",
+}
+"""`[llm]` keys of the config file (RFC 005 §5) and the settings fields they fill."""
+
+
+def _duration(value: Any) -> Any:
+    """`"60s"`, `"2m"`, `"500ms"`, `"1h"` or a number of seconds."""
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*([0-9.]+)\s*(ms|s|m|h)?\s*", value)
+        if not match:
+            raise ValueError(f"not a duration: {value!r} (use e.g. 60s, 2m, 500ms)")
+        number, unit = float(match.group(1)), match.group(2) or "s"
+        return number * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
+    return value
+
+
+Duration = Annotated[float, BeforeValidator(_duration)]
+
+
+def _blank_is_none(value: Any) -> Any:
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+OptionalText = Annotated[str | None, BeforeValidator(_blank_is_none)]
+OptionalSecret = Annotated[SecretStr | None, BeforeValidator(_blank_is_none)]
+
+
+class ProviderSettings(BaseModel):
+    """One `[llm.providers.NAME]` table."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["scripted", "openai", "azure_openai", "anthropic"] | None = None
+    """Which protocol: inferred from the name for openai, ollama, azure_openai, anthropic."""
+    api_key: OptionalSecret = None
+    model: OptionalText = None
+    fast_model: OptionalText = None
+    max_tokens: int = Field(default=4096, ge=1)
+    timeout: Duration = Field(default=60.0, gt=0)
+    base_url: OptionalText = None
+    endpoint: OptionalText = None
+    """Ollama's name for `base_url`."""
+    api_version: OptionalText = None
+    deployment: OptionalText = None
+    native_tools: bool = True
+    no_tools_models: list[str] = Field(default_factory=list)
+
+
+class ModelSettings(BaseModel):
+    """One `[llm.models."NAME"]` table: overrides or additions to the price table."""
+
+    model_config = ConfigDict(extra="forbid")
+    provider: OptionalText = None
+    context: int | None = Field(default=None, ge=1)
+    tier: Literal["fast", "balanced", "deep"] | None = None
+    input_per_mtok: float | None = Field(default=None, ge=0)
+    output_per_mtok: float | None = Field(default=None, ge=0)
+    native_tools: bool | None = None
+    backup: OptionalText = None
+    """Another model to use when this one keeps failing (may be on another provider)."""
+
+
+class RateLimitSettings(BaseModel):
+    """`[llm.rate_limits."PROVIDER"]` or `[llm.rate_limits."PROVIDER:MODEL"]`."""
+
+    model_config = ConfigDict(extra="forbid")
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
 
 
 class Settings(BaseSettings):
@@ -87,10 +175,43 @@ class Settings(BaseSettings):
     llm_provider: str = Field(
         default="scripted", validation_alias=AliasChoices("LLM_PROVIDER", "CORTEX_LLM_PROVIDER")
     )
-    llm_model: str = Field(default="scripted-1", validation_alias=AliasChoices("CORTEX_LLM_MODEL"))
+    llm_model: OptionalText = Field(default=None, validation_alias=AliasChoices("CORTEX_LLM_MODEL"))
     llm_temperature: float | None = Field(
         default=None, validation_alias=AliasChoices("LLM_TEMPERATURE", "CORTEX_LLM_TEMPERATURE")
     )
+    llm_fallback_providers: list[str] = Field(default_factory=list)
+    llm_providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    llm_models: dict[str, ModelSettings] = Field(default_factory=dict)
+    llm_rate_limits: dict[str, RateLimitSettings] = Field(default_factory=dict)
+    llm_attempts_per_provider: int = Field(default=2, ge=1)
+    llm_cooldown_after_failures: int = Field(default=5, ge=1)
+    llm_cooldown_window_s: float = Field(default=60.0, gt=0)
+    llm_cooldown_s: Duration = Field(default=60.0, gt=0)
+    llm_worker_rate_limit: OptionalText = None
+    """Celery's per-worker-process rate limit of model steps, e.g. "600/m" (none by default)."""
+    llm_rate_wait_max_s: Duration = Field(default=2.0, ge=0)
+    """A step that must wait longer than this for a rate limit re-queues itself instead."""
+
+    # Provider secrets and endpoints from the environment (they override the config file).
+    openai_api_key: OptionalSecret = Field(default=None, validation_alias="OPENAI_API_KEY")
+    openai_model: OptionalText = Field(default=None, validation_alias="OPENAI_MODEL")
+    openai_api_base: OptionalText = Field(default=None, validation_alias="OPENAI_API_BASE")
+    azure_openai_key: OptionalSecret = Field(default=None, validation_alias="AZURE_OPENAI_KEY")
+    azure_openai_base_url: OptionalText = Field(
+        default=None, validation_alias="AZURE_OPENAI_BASE_URL"
+    )
+    azure_openai_deployment: OptionalText = Field(
+        default=None, validation_alias="AZURE_OPENAI_DEPLOYMENT"
+    )
+    azure_openai_api_version: OptionalText = Field(
+        default=None, validation_alias="AZURE_OPENAI_API_VERSION"
+    )
+    anthropic_api_key: OptionalSecret = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
+    anthropic_model: OptionalText = Field(default=None, validation_alias="ANTHROPIC_MODEL")
+    anthropic_base_url: OptionalText = Field(default=None, validation_alias="ANTHROPIC_BASE_URL")
+    ollama_base_url: OptionalText = Field(default=None, validation_alias="OLLAMA_BASE_URL")
+    ollama_model: OptionalText = Field(default=None, validation_alias="OLLAMA_MODEL")
+
     system_prompt: str = Field(
         default="You are a helpful assistant.",
         validation_alias=AliasChoices("SYSTEM_PROMPT", "CORTEX_SYSTEM_PROMPT"),

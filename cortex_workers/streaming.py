@@ -20,18 +20,12 @@ from typing import Any
 import redis
 from redis.exceptions import ResponseError
 
+from .keys import cancel_key, stream_key
+
+__all__ = ["cancel_key", "stream_key"]
+
 TERMINAL_MS = 9_999_999_999_999
 TOOL_BATCH_SLOT = 999
-KEY_PREFIX = "cortex"
-
-
-def stream_key(turn_id: uuid.UUID | str) -> str:
-    return f"{KEY_PREFIX}:turn:{turn_id}:events"
-
-
-def cancel_key(turn_id: uuid.UUID | str) -> str:
-    """Set while a turn is being cancelled; running model steps poll it between tokens."""
-    return f"{KEY_PREFIX}:turn:{turn_id}:cancel"
 
 
 def tool_batch_ms(model_step_no: int) -> int:

@@ -55,6 +55,8 @@ class StorableBody(BaseModel):
 class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 class SessionCreate(StorableBody):
@@ -140,6 +142,9 @@ class StepOut(BaseModel):
     parent_step_id: uuid.UUID | None
     provider: str | None
     model: str | None
+    fallback_from: str | None = Field(
+        description="provider:model this step stood in for, when a fallback served it"
+    )
     usage: Usage
     cost_usd: float
     latency_ms: int | None
@@ -165,6 +170,7 @@ class TurnOut(BaseModel):
     content: str
     answer: str | None
     error: dict[str, Any] | None
+    warnings: list[dict[str, Any]]
     usage: Usage
     cost_usd: float
     steps: list[StepOut]
@@ -194,13 +200,32 @@ class MessagesPage(BaseModel):
     )
 
 
+class CooldownOut(BaseModel):
+    seconds_left: float
+    reason: str
+
+
+class RateLimitOut(BaseModel):
+    scope: str
+    rpm: int | None
+    tpm: int | None
+
+
 class ProviderOut(BaseModel):
     name: str
+    kind: str
     available: bool
-    reason: str | None
+    reason: str | None = Field(description="Why the provider cannot be used, when it cannot.")
     default_model: str
-    models: list[str]
+    models: list[str] = Field(description="Catalog model names and patterns it serves.")
+    base_url: str | None
+    free: bool
     default: bool
+    fallback: bool = Field(description="In the configured fallback chain.")
+    cooldown: CooldownOut | None = Field(
+        description="Set while the provider is skipped after repeated failures."
+    )
+    rate_limits: list[RateLimitOut]
 
 
 class ToolOut(BaseModel):

@@ -29,13 +29,13 @@ def events_url(turn_id: uuid.UUID) -> str:
 def session_out(rt: Runtime, db: Db, session: Session) -> SessionOut:
     active = repo.active_turns(db, session.id)
     running = next((t for t in active if t.status == "running"), None)
-    provider = session.provider or rt.providers.default_provider()
+    provider, model = rt.providers.resolve(session.provider, session.model)
     return SessionOut(
         id=session.id,
         name=session.name,
         system_prompt=session.system_prompt,
         provider=provider,
-        model=session.model or rt.providers.default_model(provider),
+        model=model,
         tools=session.tools,
         metadata=session.metadata_ or {},
         summary=session.summary,
@@ -75,7 +75,13 @@ def turn_out(db: Db, turn: Turn) -> TurnOut:
             parent_step_id=s.parent_step_id,
             provider=s.provider,
             model=s.model,
-            usage=Usage(input_tokens=s.input_tokens, output_tokens=s.output_tokens),
+            fallback_from=s.fallback_from,
+            usage=Usage(
+                input_tokens=s.input_tokens,
+                output_tokens=s.output_tokens,
+                cache_read_tokens=s.cache_read_tokens,
+                cache_write_tokens=s.cache_write_tokens,
+            ),
             cost_usd=float(s.cost_usd),
             latency_ms=s.latency_ms,
             error=s.error,
@@ -103,6 +109,7 @@ def turn_out(db: Db, turn: Turn) -> TurnOut:
         content=turn.content,
         answer=turn.answer,
         error=turn.error,
+        warnings=turn.warnings or [],
         usage=Usage(input_tokens=turn.input_tokens, output_tokens=turn.output_tokens),
         cost_usd=float(turn.cost_usd),
         steps=steps,

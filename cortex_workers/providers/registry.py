@@ -1,14 +1,49 @@
-"""Providers by name: which exist, which are usable, and which one a session gets."""
+"""Providers by name: how each is configured, which are usable, and the route a step takes.
+
+Built-in names: `scripted`, `openai`, `ollama` (OpenAI-compatible, local, free),
+`azure_openai`, `anthropic`; `[llm.providers.NAME]` tables may add more (with a `kind`). A
+provider whose secret is missing is listed as unavailable with the reason, never an error.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Any
 
 from ..errors import TerminalError
-from ..settings import Settings
+from ..settings import ProviderSettings, Settings
 from .base import ModelPrice, Provider
-from .scripted import ScriptedProvider
+from .catalog import Catalog, ModelInfo
+from .config import ProviderConfig
+
+BUILTIN: dict[str, dict[str, Any]] = {
+    "scripted": {"kind": "scripted", "model": "scripted-1", "free": True},
+    "openai": {"kind": "openai", "model": "gpt-4o-mini"},
+    "ollama": {
+        "kind": "openai",
+        "model": "llama3.1",
+        "base_url": "http://127.0.0.1:11434/v1",
+        "free": True,
+    },
+    "azure_openai": {"kind": "azure_openai", "model": ""},
+    "anthropic": {"kind": "anthropic", "model": "claude-sonnet-4-5"},
+}
+
+
+class ConfigError(ValueError):
+    """The LLM configuration cannot work (unknown names, a backup cycle)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Which provider and model one attempt of a model step uses."""
+
+    provider: str
+    model: str
+    fallback_from: str | None = None
+    """The provider:model this route stands in for, when it is not the session's own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,68 +51,227 @@ class ProviderInfo:
     """What `GET /v1/providers` shows about one provider."""
 
     name: str
+    kind: str
     available: bool
     reason: str | None
     default_model: str
-    models: tuple[str, ...] = ()
+    models: tuple[str, ...]
+    base_url: str | None
+    free: bool
+
+
+def _env_overrides(name: str, s: Settings) -> dict[str, Any]:
+    secret = {
+        "openai": s.openai_api_key,
+        "azure_openai": s.azure_openai_key,
+        "anthropic": s.anthropic_api_key,
+    }.get(name)
+    values: dict[str, Any] = {
+        "openai": {"model": s.openai_model, "base_url": s.openai_api_base},
+        "azure_openai": {
+            "base_url": s.azure_openai_base_url,
+            "model": s.azure_openai_deployment,
+            "api_version": s.azure_openai_api_version,
+        },
+        "anthropic": {"model": s.anthropic_model, "base_url": s.anthropic_base_url},
+        "ollama": {"base_url": s.ollama_base_url, "model": s.ollama_model},
+    }.get(name, {})
+    if secret is not None:
+        values["api_key"] = secret.get_secret_value()
+    return {k: v for k, v in values.items() if v}
+
+
+def _from_table(table: ProviderSettings) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "kind": table.kind,
+        "model": table.deployment or table.model,
+        "fast_model": table.fast_model,
+        "max_tokens": table.max_tokens,
+        "timeout_s": table.timeout,
+        "base_url": table.base_url or table.endpoint,
+        "api_version": table.api_version,
+        "native_tools": table.native_tools,
+        "no_tools_models": tuple(table.no_tools_models),
+        "api_key": table.api_key.get_secret_value() if table.api_key else None,
+    }
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def provider_configs(settings: Settings) -> dict[str, ProviderConfig]:
+    """Every configured provider: built-ins, then `[llm.providers]`, then the environment."""
+    names = list(BUILTIN) + [n for n in settings.llm_providers if n not in BUILTIN]
+    out = {}
+    for name in names:
+        values: dict[str, Any] = {"name": name, **BUILTIN.get(name, {"model": ""})}
+        if name in settings.llm_providers:
+            values.update(_from_table(settings.llm_providers[name]))
+        values.update(_env_overrides(name, settings))
+        if "kind" not in values:
+            raise ConfigError(
+                f"[llm.providers.{name}] needs a kind: openai, azure_openai or anthropic"
+            )
+        out[name] = ProviderConfig(**values)
+    return out
 
 
 @dataclass
 class ProviderRegistry:
-    """Provider instances, built on first use in each process."""
+    """Provider configurations and instances (built on first use in each process)."""
 
     settings: Settings
-    _factories: dict[str, Callable[[], Provider]] = field(default_factory=dict)
+    configs: dict[str, ProviderConfig] = field(init=False)
+    catalog: Catalog = field(init=False)
     _instances: dict[str, Provider] = field(default_factory=dict)
-    _prices: dict[str, ModelPrice] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        self._factories["scripted"] = ScriptedProvider
-        self._prices["scripted-1"] = ModelPrice(0.0, 0.0)
+        self.configs = provider_configs(self.settings)
+        self.catalog = Catalog(self.settings.llm_models)
 
     def names(self) -> list[str]:
-        return sorted(self._factories)
+        return list(self.configs)
 
     def default_provider(self) -> str:
         return self.settings.llm_provider
 
     def default_model(self, provider: str) -> str:
-        return self.settings.llm_model if provider == self.settings.llm_provider else "scripted-1"
+        if provider == self.settings.llm_provider and self.settings.llm_model:
+            return self.settings.llm_model
+        config = self.configs.get(provider)
+        return config.model if config else ""
+
+    def resolve(self, provider: str | None, model: str | None) -> tuple[str, str]:
+        """The (provider, model) of a session: a model alone picks its provider by pattern."""
+        if provider is None and model:
+            info = self.catalog.lookup(model)
+            provider = info.provider if info and info.provider in self.configs else None
+        provider = provider or self.default_provider()
+        return provider, model or self.default_model(provider)
+
+    def unavailable(self, name: str) -> str | None:
+        """Why `name` cannot be used, or None."""
+        config = self.configs.get(name)
+        if config is None:
+            return f"unknown provider {name!r}; configured: {', '.join(self.names())}"
+        return config.missing()
+
+    def routes(self, provider: str, model: str) -> list[Route]:
+        """The session's own route, then each backup model, then each fallback provider."""
+        primary = Route(provider, model)
+        out, seen = [primary], {(provider, model)}
+        label = f"{provider}:{model}"
+        info = self.catalog.lookup(model)
+        while info is not None and info.backup:
+            backup_model = info.backup
+            backup_info = self.catalog.lookup(backup_model)
+            backup_provider = (
+                backup_info.provider if backup_info and backup_info.provider else provider
+            )
+            if (backup_provider, backup_model) in seen:
+                break  # validate() refuses cycles at startup; never loop here
+            seen.add((backup_provider, backup_model))
+            out.append(Route(backup_provider, backup_model, label))
+            info = backup_info
+        for name in self.settings.llm_fallback_providers:
+            route = Route(name, self.default_model(name), label)
+            if (route.provider, route.model) not in seen and not self.unavailable(name):
+                seen.add((route.provider, route.model))
+                out.append(route)
+        return [r for r in out if r is primary or not self.unavailable(r.provider)]
+
+    def choose(self, routes: list[Route], *, attempt: int, cooling: set[str]) -> Route:
+        """The route of this attempt: `attempts_per_provider` tries each, skipping cool-downs."""
+        usable = [r for r in routes if r.provider not in cooling] or routes
+        index = (attempt - 1) // self.settings.llm_attempts_per_provider
+        return usable[min(index, len(usable) - 1)]
 
     def get(self, name: str) -> Provider:
-        """The provider called `name`; an unknown or unusable one fails the turn clearly."""
-        if name not in self._factories:
+        """The provider instance; an unknown or unusable one fails the turn clearly."""
+        reason = self.unavailable(name)
+        if reason is not None:
             raise TerminalError(
-                f"unknown provider {name!r}; configured providers: {', '.join(self.names())}",
-                code="provider_unknown",
+                f"provider {name!r} is unavailable: {reason}", code="provider_unavailable"
             )
-        if name not in self._instances:
-            self._instances[name] = self._factories[name]()
-        return self._instances[name]
+        with self._lock:
+            if name not in self._instances:
+                self._instances[name] = self._build(self.configs[name])
+            return self._instances[name]
 
-    def price(self, model: str) -> ModelPrice:
-        return self._prices.get(model, ModelPrice())
+    @staticmethod
+    def _build(config: ProviderConfig) -> Provider:
+        if config.kind == "scripted":
+            from .scripted import ScriptedProvider
+
+            return ScriptedProvider()
+        if config.kind in ("openai", "azure_openai"):
+            from .openai_chat import OpenAIChatProvider
+
+            return OpenAIChatProvider(config)
+        from .anthropic_messages import AnthropicProvider
+
+        return AnthropicProvider(config)
+
+    def native_tools(self, provider: str, model: str) -> bool:
+        """Whether `model` on `provider` takes tools through the API (else through the prompt)."""
+        config = self.configs[provider]
+        if not config.native_tools or any(fnmatchcase(model, p) for p in config.no_tools_models):
+            return False
+        info = self.catalog.lookup(model)
+        return not (info is not None and info.native_tools is False)
+
+    def price(self, provider: str, model: str) -> ModelPrice:
+        config = self.configs.get(provider)
+        info = self.catalog.lookup(model)
+        if (config is not None and config.free) or info is None or info.price is None:
+            return ModelPrice()
+        return info.price
 
     def describe(self) -> list[ProviderInfo]:
         out = []
-        for name in self.names():
-            available, reason = True, None
+        for name, config in self.configs.items():
+            reason = self.unavailable(name)
             out.append(
                 ProviderInfo(
-                    name,
-                    available,
-                    reason,
-                    self.default_model(name),
-                    tuple(m for m in self._prices if name == "scripted"),
-                )
-            )
-        if self.settings.llm_provider not in self._factories:
-            out.append(
-                ProviderInfo(
-                    self.settings.llm_provider,
-                    False,
-                    "configured as the default provider but not supported yet",
-                    self.settings.llm_model,
+                    name=name,
+                    kind=config.kind,
+                    available=reason is None,
+                    reason=reason,
+                    default_model=self.default_model(name),
+                    models=tuple(self.catalog.models_of(name)),
+                    base_url=config.base_url,
+                    free=config.free,
                 )
             )
         return out
+
+    def validate(self) -> None:
+        """Refuse a configuration that cannot work: call at process start."""
+        known = set(self.configs)
+        if self.settings.llm_provider not in known:
+            raise ConfigError(
+                f"default provider {self.settings.llm_provider!r} is not "
+                f"configured; known: {', '.join(sorted(known))}"
+            )
+        for name in self.settings.llm_fallback_providers:
+            if name not in known:
+                raise ConfigError(f"fallback provider {name!r} is not configured")
+        for key, entry in self.settings.llm_models.items():
+            if entry.provider is not None and entry.provider not in known:
+                raise ConfigError(f'[llm.models."{key}"] names unknown provider {entry.provider!r}')
+        for info in self.catalog.entries():
+            chain: list[str] = [info.pattern]
+            current: ModelInfo | None = info
+            while current is not None and current.backup:
+                if current.backup in chain:
+                    raise ConfigError(
+                        "backup models form a cycle: " + " -> ".join([*chain, current.backup])
+                    )
+                chain.append(current.backup)
+                current = self.catalog.lookup(current.backup)
+
+    def with_settings(self, **changes: Any) -> ProviderRegistry:
+        """A registry on changed settings (tests and tools)."""
+        return ProviderRegistry(self.settings.model_copy(update=changes))
+
+
+__all__ = ["ConfigError", "ProviderInfo", "ProviderRegistry", "Route"]

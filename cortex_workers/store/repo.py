@@ -329,6 +329,15 @@ def add_turn_usage(
     )
 
 
+def add_turn_warnings(db: Db, turn_id: uuid.UUID, warnings: list[dict[str, Any]]) -> None:
+    """Append warnings (e.g. tools offered through the prompt), each recorded once."""
+    turn = db.get(Turn, turn_id)
+    if turn is None or not warnings:
+        return
+    current = list(turn.warnings or [])
+    turn.warnings = current + [w for w in warnings if w not in current]
+
+
 def sessions_needing_promotion(db: Db, *, limit: int = 100) -> Sequence[uuid.UUID]:
     """Sessions with a queued turn and none running (a lost promotion)."""
     running = select(Turn.session_id).where(Turn.status == "running")

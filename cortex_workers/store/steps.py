@@ -153,6 +153,25 @@ def release_for_retry(
     )
 
 
+def defer_step(db: Db, step_id: uuid.UUID, attempt: int, *, delay_s: float) -> bool:
+    """Give the step back without counting this attempt (it waited on a rate limit)."""
+    return (
+        db.execute(
+            update(Step)
+            .where(Step.id == step_id, Step.attempt == attempt, Step.status == "leased")
+            .values(
+                status="pending",
+                attempt=attempt - 1,
+                lease_until=None,
+                available_at=func.now() + timedelta(seconds=delay_s),
+                published_at=func.now(),
+            )
+            .returning(Step.id)
+        ).first()
+        is not None
+    )
+
+
 def fail_step(db: Db, step_id: uuid.UUID, *, error: dict[str, Any]) -> None:
     db.execute(
         update(Step)

@@ -104,7 +104,7 @@ def load_model_context(rt: Runtime, db: Db, claim: Claim) -> ModelContext:
     messages = system_messages(system_prompt, session.summary) + coherent(
         [to_message(r) for r in rows]
     )
-    provider = session.provider or rt.providers.default_provider()
+    provider, model = rt.providers.resolve(session.provider, session.model)
     parent_no = None
     if claim.parent_step_id is not None:
         parent = step_store.get_step(db, claim.parent_step_id)
@@ -115,7 +115,7 @@ def load_model_context(rt: Runtime, db: Db, claim: Claim) -> ModelContext:
         tenant_id=session.tenant_id,
         turn_id=turn.id,
         provider=provider,
-        model=session.model or rt.providers.default_model(provider),
+        model=model,
         messages=tuple(messages),
         tools=tuple(_tool_specs(rt, session.tools)),
         script=tuple(script) if script else None,

@@ -17,7 +17,9 @@ from ..messages import (
     TextDelta,
     ToolCallEvent,
     UsageEvent,
+    WarningEvent,
 )
+from ..providers.registry import Route
 from ..runtime import Runtime, get_runtime
 from ..store import repo
 from ..store import steps as step_store
@@ -26,6 +28,7 @@ from ..store.steps import Claim
 from ..streaming import StepStream, cancel_key, emit_tool_result, tool_results_emitted
 from .context import ModelContext, load_model_context
 from .lifecycle import Ended, announce, end_turn, fail_turn
+from .routing import pick_route, provider_for, record_output_tokens, take_rate_limit
 from .steps import NextStep, step_ref
 
 log = logging.getLogger(__name__)
@@ -73,6 +76,31 @@ def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
         if claim is None:
             return []  # a duplicate delivery, or the turn has ended
         ctx = load_model_context(rt, db, claim)
+    depth_exceeded = ctx.depth > rt.settings.max_depth
+    route = (
+        Route(ctx.provider, ctx.model)
+        if depth_exceeded
+        else pick_route(rt, ctx, attempt=claim.attempt)
+    )
+    request = ModelRequest(
+        model=route.model,
+        messages=ctx.messages,
+        tools=ctx.tools,
+        temperature=rt.settings.llm_temperature,
+        script=ctx.script,
+        call_index=claim.call_index or 0,
+        attempt=claim.attempt,
+    )
+    if not depth_exceeded:
+        decision = take_rate_limit(rt, route, request)
+        if decision.defer_s is not None:  # nothing was streamed: this attempt does not count
+            with transaction(rt.db) as db:
+                deferred = step_store.defer_step(
+                    db, claim.step_id, claim.attempt, delay_s=decision.defer_s
+                )
+            return (
+                [NextStep(claim.step_id, "model", countdown=decision.defer_s)] if deferred else []
+            )
     stream = StepStream(
         rt.redis,
         claim.turn_id,
@@ -86,16 +114,17 @@ def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
         _repair_tool_results(rt, ctx, claim)
     started = time.monotonic()
     try:
-        if ctx.depth > rt.settings.max_depth:
+        if depth_exceeded:
             completion = _stream_text(stream, claim, DEPTH_NOTICE.format(cap=rt.settings.max_depth))
         else:
-            completion = _stream_completion(rt, ctx, claim, stream)
+            completion = _stream_completion(rt, route, request, claim, stream)
     except Interrupted:
         return []
     except RetryableError as exc:
-        return _retry_or_fail(rt, claim, ctx, exc)
+        rt.health.record_failure(route.provider, exc.message)
+        return _retry_or_fail(rt, claim, ctx, route, exc)
     except TerminalError as exc:
-        _audit_failure(rt, claim, ctx, exc)
+        _audit_failure(rt, claim, ctx, route, exc)
         ended, publish = fail_turn(
             rt,
             turn_id=claim.turn_id,
@@ -110,7 +139,10 @@ def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
         wrapped = RetryableError(
             f"internal error in model step: {type(exc).__name__}: {exc}", code="internal_error"
         )
-        return _retry_or_fail(rt, claim, ctx, wrapped)
+        return _retry_or_fail(rt, claim, ctx, route, wrapped)
+    if not depth_exceeded:
+        rt.health.record_success(route.provider)
+        record_output_tokens(rt, route, completion.output_tokens)
     latency_ms = int((time.monotonic() - started) * 1000)
     if not stream.emit(
         "message", {"role": "assistant", "content": completion.text, "step": claim.step_no}
@@ -122,12 +154,7 @@ def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
             {"id": call.id, "name": call.name, "arguments": call.arguments, "step": claim.step_no},
         )
     return _commit(
-        rt,
-        claim,
-        ctx,
-        completion,
-        latency_ms=latency_ms,
-        depth_exceeded=ctx.depth > rt.settings.max_depth,
+        rt, claim, ctx, route, completion, latency_ms=latency_ms, depth_exceeded=depth_exceeded
     )
 
 
@@ -137,18 +164,9 @@ def _stream_text(stream: StepStream, claim: Claim, text: str) -> Completion:
 
 
 def _stream_completion(
-    rt: Runtime, ctx: ModelContext, claim: Claim, stream: StepStream
+    rt: Runtime, route: Route, request: ModelRequest, claim: Claim, stream: StepStream
 ) -> Completion:
-    provider = rt.providers.get(ctx.provider)
-    request = ModelRequest(
-        model=ctx.model,
-        messages=ctx.messages,
-        tools=ctx.tools,
-        temperature=rt.settings.llm_temperature,
-        script=ctx.script,
-        call_index=_call_index(rt, claim),
-        attempt=claim.attempt,
-    )
+    provider = provider_for(rt, route, request)
     watch = _Watch(rt, claim, renew_every=rt.settings.lease_s / 3)
     watch.next_renew = time.monotonic() + watch.renew_every
     out = Completion()
@@ -161,15 +179,15 @@ def _stream_completion(
                     raise Interrupted("a newer attempt owns this step")
             case ToolCallEvent(call=call):
                 out.tool_calls.append(call)
-            case UsageEvent(input_tokens=i, output_tokens=o):
-                out.input_tokens, out.output_tokens = i, o
+            case UsageEvent() as usage:
+                out.input_tokens, out.output_tokens = usage.input_tokens, usage.output_tokens
+                out.cache_read_tokens = usage.cache_read_tokens
+                out.cache_write_tokens = usage.cache_write_tokens
+            case WarningEvent() as warning:
+                out.warnings.append(warning)
             case FinishEvent(reason=reason):
                 out.finish_reason = reason
     return out
-
-
-def _call_index(rt: Runtime, claim: Claim) -> int:
-    return claim.call_index if claim.call_index is not None else 0
 
 
 def _repair_tool_results(rt: Runtime, ctx: ModelContext, claim: Claim) -> None:
@@ -206,12 +224,13 @@ def _commit(
     rt: Runtime,
     claim: Claim,
     ctx: ModelContext,
+    route: Route,
     completion: Completion,
     *,
     latency_ms: int,
     depth_exceeded: bool,
 ) -> list[NextStep]:
-    price = rt.providers.price(ctx.model)
+    price = rt.providers.price(route.provider, route.model)
     cost = 0.0 if depth_exceeded else price.cost(completion.input_tokens, completion.output_tokens)
     ended: Ended | None = None
     publish: list[NextStep] = []
@@ -224,15 +243,26 @@ def _commit(
             db,
             claim.step_id,
             claim.attempt,
-            provider=ctx.provider,
-            model=ctx.model,
+            provider=route.provider,
+            model=route.model,
+            fallback_from=route.fallback_from,
             input_tokens=completion.input_tokens,
             output_tokens=completion.output_tokens,
+            cache_read_tokens=completion.cache_read_tokens,
+            cache_write_tokens=completion.cache_write_tokens,
             cost_usd=cost,
             latency_ms=latency_ms,
         ):
             return []  # fenced: a newer attempt owns this step
         calls = [] if depth_exceeded else completion.tool_calls
+        repo.add_turn_warnings(
+            db,
+            claim.turn_id,
+            [
+                {"code": w.code, "message": w.message, "step": claim.step_no}
+                for w in completion.warnings
+            ],
+        )
         repo.insert_message(
             db,
             session_id=ctx.session_id,
@@ -251,7 +281,7 @@ def _commit(
                 turn_id=claim.turn_id,
                 step_id=claim.step_id,
                 kind="model",
-                name=f"{ctx.provider}:{ctx.model}",
+                name=f"{route.provider}:{route.model}",
                 attempt=claim.attempt,
                 latency_ms=latency_ms,
                 input={"messages": len(ctx.messages), "tools": [t.name for t in ctx.tools]},
@@ -356,10 +386,16 @@ def backoff(attempt: int, *, base: float, cap: float, retry_after: float | None)
 
 
 def _retry_or_fail(
-    rt: Runtime, claim: Claim, ctx: ModelContext, exc: RetryableError
+    rt: Runtime, claim: Claim, ctx: ModelContext, route: Route, exc: RetryableError
 ) -> list[NextStep]:
-    _audit_failure(rt, claim, ctx, exc)
-    error = {"code": exc.code, "message": exc.message, "attempt": claim.attempt}
+    _audit_failure(rt, claim, ctx, route, exc)
+    error = {
+        "code": exc.code,
+        "message": exc.message,
+        "attempt": claim.attempt,
+        "provider": route.provider,
+        "model": route.model,
+    }
     if claim.attempt >= rt.settings.max_attempts:
         ended, publish = fail_turn(
             rt,
@@ -383,7 +419,9 @@ def _retry_or_fail(
     return [NextStep(claim.step_id, "model", countdown=delay)] if released else []
 
 
-def _audit_failure(rt: Runtime, claim: Claim, ctx: ModelContext, exc: Exception) -> None:
+def _audit_failure(
+    rt: Runtime, claim: Claim, ctx: ModelContext, route: Route, exc: Exception
+) -> None:
     with transaction(rt.db) as db:
         step_store.record_decision(
             db,
@@ -392,7 +430,7 @@ def _audit_failure(rt: Runtime, claim: Claim, ctx: ModelContext, exc: Exception)
             turn_id=claim.turn_id,
             step_id=claim.step_id,
             kind="model",
-            name=f"{ctx.provider}:{ctx.model}",
+            name=f"{route.provider}:{route.model}",
             attempt=claim.attempt,
             is_error=True,
             output={"error": str(exc), "code": getattr(exc, "code", "error")},

@@ -37,8 +37,7 @@ def run_summarize_step(step_id: uuid.UUID) -> list[NextStep]:
         rest = [m for m in folded if m.seq > upto]
         while rest and rest[0].role == "tool":
             folded_upto.append(rest.pop(0))
-        provider_name = session.provider or rt.providers.default_provider()
-        model = session.model or rt.providers.default_model(provider_name)
+        provider_name, model = rt.providers.resolve(session.provider, session.model)
         previous, session_id = session.summary, session.id
     if not folded_upto:
         with transaction(rt.db) as db:

@@ -8,26 +8,47 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from ..deps import RuntimeDep, TenantDep
-from ..schemas import ProviderOut, ToolOut
+from ..schemas import CooldownOut, ProviderOut, RateLimitOut, ToolOut
 
 router = APIRouter(tags=["meta"])
 
 
 @router.get("/v1/providers", response_model=list[ProviderOut])
 def providers(rt: RuntimeDep, _: TenantDep) -> list[ProviderOut]:
-    """Configured providers, their models and whether they can be used (and if not, why)."""
-    default = rt.providers.default_provider()
-    return [
-        ProviderOut(
-            name=p.name,
-            available=p.available,
-            reason=p.reason,
-            default_model=p.default_model,
-            models=list(p.models),
-            default=p.name == default,
+    """Configured providers, their models, whether they can be used (and if not, why), and
+    whether they are cooling down after repeated failures."""
+    registry = rt.providers
+    infos = registry.describe()
+    cooling = rt.health.cooling([p.name for p in infos])
+    limits = rt.settings.llm_rate_limits
+    out = []
+    for p in infos:
+        cooldown = cooling.get(p.name)
+        out.append(
+            ProviderOut(
+                name=p.name,
+                kind=p.kind,
+                available=p.available,
+                reason=p.reason,
+                default_model=p.default_model,
+                models=list(p.models),
+                base_url=p.base_url,
+                free=p.free,
+                default=p.name == registry.default_provider(),
+                fallback=p.name in rt.settings.llm_fallback_providers,
+                cooldown=CooldownOut(
+                    seconds_left=round(cooldown.seconds_left, 1), reason=cooldown.reason
+                )
+                if cooldown
+                else None,
+                rate_limits=[
+                    RateLimitOut(scope=scope, rpm=lim.rpm, tpm=lim.tpm)
+                    for scope, lim in limits.items()
+                    if scope == p.name or scope.startswith(p.name + ":")
+                ],
+            )
         )
-        for p in rt.providers.describe()
-    ]
+    return out
 
 
 @router.get("/v1/tools", response_model=list[ToolOut])

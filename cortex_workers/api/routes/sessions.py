@@ -30,6 +30,14 @@ def create_session(body: SessionCreate, rt: RuntimeDep, tenant_id: TenantDep) ->
             code="unknown_provider",
             details={"providers": rt.providers.names()},
         )
+    provider, model = rt.providers.resolve(body.provider, body.model)
+    reason = rt.providers.unavailable(provider)
+    if reason is not None:
+        raise InvalidRequest(
+            f"provider {provider!r} is unavailable: {reason}",
+            code="provider_unavailable",
+            details={"provider": provider, "model": model, "reason": reason},
+        )
     if body.tools is not None:
         unknown = sorted(set(body.tools) - set(rt.tools.names()))
         if unknown:

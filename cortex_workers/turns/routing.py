@@ -1,0 +1,86 @@
+"""Which provider and model an attempt uses, and the shared limits it must respect."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ..messages import ModelRequest
+from ..providers.base import Provider
+from ..providers.limits import Limit
+from ..providers.prompt_tools import PromptToolsProvider
+from ..providers.registry import Route
+from ..runtime import Runtime
+from .context import ModelContext
+
+
+def pick_route(rt: Runtime, ctx: ModelContext, *, attempt: int) -> Route:
+    """Attempts go to the session's provider, then to backups and fallbacks; providers that
+    are cooling down are skipped."""
+    registry = rt.providers
+    routes = registry.routes(ctx.provider, ctx.model)
+    if len(routes) == 1:
+        return routes[0]
+    cooling = set(rt.health.cooling([r.provider for r in routes]))
+    return registry.choose(routes, attempt=attempt, cooling=cooling)
+
+
+def provider_for(rt: Runtime, route: Route, request: ModelRequest) -> Provider:
+    """The provider instance, speaking tools through the prompt when the model cannot."""
+    provider = rt.providers.get(route.provider)
+    if request.tools and not rt.providers.native_tools(route.provider, route.model):
+        return PromptToolsProvider(provider)
+    return provider
+
+
+def estimate_input_tokens(request: ModelRequest) -> int:
+    """A cheap upper-ish estimate (4 characters a token) for token-rate limits."""
+    chars = sum(len(m.content) for m in request.messages)
+    chars += sum(len(t.description) + len(str(t.parameters)) for t in request.tools)
+    return chars // 4 + 16
+
+
+@dataclass(frozen=True, slots=True)
+class RateDecision:
+    """Proceed now, or come back in `defer_s` seconds (without burning an attempt)."""
+
+    defer_s: float | None
+
+
+def _limits(rt: Runtime, route: Route, tokens: int) -> list[Limit]:
+    out = []
+    for scope in (route.provider, f"{route.provider}:{route.model}"):
+        config = rt.settings.llm_rate_limits.get(scope)
+        if config is None:
+            continue
+        if config.rpm:
+            out.append(Limit(scope, "rpm", config.rpm, 1))
+        if config.tpm:
+            out.append(Limit(scope, "tpm", config.tpm, min(tokens, config.tpm)))
+    return out
+
+
+def take_rate_limit(rt: Runtime, route: Route, request: ModelRequest) -> RateDecision:
+    """Take one request and the estimated input tokens from the route's shared limits.
+
+    A short wait (up to `llm_rate_wait_max_s`) is slept here; a longer one defers the step.
+    """
+    limits = _limits(rt, route, estimate_input_tokens(request))
+    if not limits:
+        return RateDecision(None)
+    deadline = time.monotonic() + rt.settings.llm_rate_wait_max_s
+    while True:
+        grant = rt.rate_limiter.acquire(limits)
+        if grant.granted:
+            return RateDecision(None)
+        if time.monotonic() + grant.wait_s > deadline:
+            return RateDecision(max(grant.wait_s, 0.05))
+        time.sleep(grant.wait_s)
+
+
+def record_output_tokens(rt: Runtime, route: Route, output_tokens: int) -> None:
+    """Output tokens are known only afterwards: count them against token-rate limits."""
+    for scope in (route.provider, f"{route.provider}:{route.model}"):
+        config = rt.settings.llm_rate_limits.get(scope)
+        if config is not None and config.tpm:
+            rt.rate_limiter.record(scope, "tpm", output_tokens)
