@@ -54,7 +54,7 @@ class Runtime:
 
     @cached_property
     def rate_limiter(self) -> RateLimiter:
-        return RateLimiter(self.redis)
+        return RateLimiter(self.redis, window_s=self.settings.llm_rate_window_s)
 
     @cached_property
     def health(self) -> Health:

@@ -187,6 +187,8 @@ class Settings(BaseSettings):
     llm_cooldown_after_failures: int = Field(default=5, ge=1)
     llm_cooldown_window_s: float = Field(default=60.0, gt=0)
     llm_cooldown_s: Duration = Field(default=60.0, gt=0)
+    llm_rate_window_s: float = Field(default=60.0, gt=0)
+    """The sliding window `rpm` and `tpm` limits are counted over (a minute)."""
     llm_worker_rate_limit: OptionalText = None
     """Celery's per-worker-process rate limit of model steps, e.g. "600/m" (none by default)."""
     llm_rate_wait_max_s: Duration = Field(default=2.0, ge=0)

@@ -7,6 +7,7 @@ otherwise embedded servers are started in a temporary directory.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import uuid
@@ -15,8 +16,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from fakes.anthropic_server import FakeAnthropic
+from fakes.openai_server import FakeOpenAI
 from sqlalchemy.engine import URL, make_url
-from support import Api, Stack, Workers, free_port, start_api
+from support import Api, Fakes, Stack, Workers, free_port, start_api
 
 from cortex_workers.store.db import normalize_url
 
@@ -98,11 +101,57 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             embedded.stop()
 
 
+FAKE_MODELS = {
+    # a model whose outages fall back to a backup model on another provider
+    "gpt-fallback-test": {"provider": "openai", "backup": "claude-backup-test"},
+    "claude-backup-test": {"provider": "anthropic"},
+    "gpt-limited-test": {"provider": "openai"},
+}
+FAKE_RATE_LIMITS = {"openai:gpt-limited-test": {"rpm": 2}}
+
+
 @pytest.fixture(scope="session")
-def workers(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
+def fakes(stack: Stack) -> Iterator[Fakes]:
+    """Fake OpenAI (also serving the Azure and Ollama paths) and Anthropic servers, which the
+    workers and the API are configured to call."""
+    openai, anthropic = FakeOpenAI(), FakeAnthropic()
+    openai_url, anthropic_url = openai.start(), anthropic.start()
+    env = {
+        "OPENAI_API_KEY": "sk-test-openai",
+        "OPENAI_API_BASE": f"{openai_url}/v1",
+        "OLLAMA_BASE_URL": f"{openai_url}/v1",
+        "AZURE_OPENAI_KEY": "test-azure-key",
+        "AZURE_OPENAI_BASE_URL": openai_url,
+        "AZURE_OPENAI_DEPLOYMENT": "test-deployment",
+        "AZURE_OPENAI_API_VERSION": "2024-10-21",
+        "ANTHROPIC_API_KEY": "sk-test-anthropic",
+        "ANTHROPIC_BASE_URL": anthropic_url,
+        "CORTEX_LLM_MODELS": json.dumps(FAKE_MODELS),
+        "CORTEX_LLM_RATE_LIMITS": json.dumps(FAKE_RATE_LIMITS),
+        "CORTEX_LLM_RATE_WINDOW_S": "2",
+        "CORTEX_LLM_RATE_WAIT_MAX_S": "0.2",
+        "CORTEX_LLM_COOLDOWN_AFTER_FAILURES": "2",
+        "CORTEX_LLM_COOLDOWN_S": "20",
+    }
+    os.environ.update(env)
+    from cortex_workers.runtime import reset_runtime
+    from cortex_workers.settings import reset_settings
+
+    reset_settings()
+    reset_runtime()
+    yield Fakes(openai, anthropic, env)
+    openai.stop()
+    anthropic.stop()
+
+
+@pytest.fixture(scope="session")
+def workers(
+    stack: Stack, fakes: Fakes, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Workers]:
     """One worker process per queue group, and beat, as in production."""
     group = Workers(
-        env={**os.environ, **stack.env}, log_dir=Path(str(tmp_path_factory.mktemp("logs")))
+        env={**os.environ, **stack.env, **fakes.env},
+        log_dir=Path(str(tmp_path_factory.mktemp("logs"))),
     )
     group.purge_queues()
     group.start_all()

@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +19,15 @@ from typing import Any
 import httpx
 
 QUEUE_GROUPS = {"llm": ["llm"], "tools": ["tools"], "summarize": ["summarize", "maintenance"]}
+
+
+@dataclass
+class Fakes:
+    """Wire-level fake provider servers the workers are configured to call."""
+
+    openai: Any
+    anthropic: Any
+    env: dict[str, str]
 
 
 @dataclass
@@ -263,3 +273,60 @@ def stored_text(messages: list[dict[str, Any]], turn_id: str) -> str:
     return "".join(
         m["content"] for m in messages if m["role"] == "assistant" and m["turn_id"] == turn_id
     )
+
+
+def dev_env(**extra: str) -> dict[str, str]:
+    """The environment of a `cortex-workers dev` a user starts: no test URLs or settings."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("CORTEX_")
+        and k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")
+    }
+    env["CORTEX_RECONCILE_EVERY_S"] = "1"
+    env.update(extra)
+    return env
+
+
+def start_dev(
+    data_dir: Path, port: int, log: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """`cortex-workers dev` as a subprocess (its own process group), logging to `log`."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cortex_workers.cli",
+            "dev",
+            "--data-dir",
+            str(data_dir),
+            "--port",
+            str(port),
+        ],
+        env=env or dev_env(),
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def api_ready(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def stop_dev(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(60)
+
+
+def stream_until_done(http: httpx.Client, path: str) -> list[Event]:
+    out = []
+    with http.stream("GET", path) as r:
+        for event in parse_sse(r.iter_lines()):
+            out.append(event)
+            if event.event == "done":
+                break
+    return out

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -12,7 +10,7 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
-from support import free_port, parse_sse, wait_until
+from support import api_ready, dev_env, free_port, parse_sse, start_dev, stop_dev, wait_until
 
 SCRIPT = [
     {
@@ -26,43 +24,6 @@ SCRIPT = [
 ]
 
 
-def _env() -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("CORTEX_")
-        and k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")
-    }
-    env["CORTEX_RECONCILE_EVERY_S"] = "1"
-    return env
-
-
-def _start(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "cortex_workers.cli",
-            "dev",
-            "--data-dir",
-            str(data_dir),
-            "--port",
-            str(port),
-        ],
-        env=_env(),
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def _ready(base: str) -> bool:
-    try:
-        return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 def _children(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
     return psutil.Process(proc.pid).children(recursive=True)
 
@@ -72,11 +33,6 @@ def _cmd(p: psutil.Process) -> str:
         return " ".join(p.cmdline())
     except psutil.Error:  # exited meanwhile, or a zombie not yet reaped
         return ""
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(60)
 
 
 @pytest.fixture
@@ -90,9 +46,9 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "dev.log"
-    proc = _start(dev_dir, port, log)
+    proc = start_dev(dev_dir, port, log)
     try:
-        wait_until(lambda: _ready(base), timeout=120, interval=0.5, what="dev stack ready")
+        wait_until(lambda: api_ready(base), timeout=120, interval=0.5, what="dev stack ready")
         key = (dev_dir / "api-key").read_text().strip()
         assert key in log.read_text()  # printed with a curl example
         assert "curl" in log.read_text()
@@ -129,7 +85,7 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(
         )
         children = _children(proc)
     finally:
-        _stop(proc)
+        stop_dev(proc)
     assert proc.returncode == 0
     time.sleep(0.5)
     assert not [p for p in children if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
@@ -147,7 +103,7 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(
             "--data-dir",
             str(dev_dir),
         ],
-        env=_env(),
+        env=dev_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -157,9 +113,9 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(
     assert ops_key.startswith("cwk_")
 
     # data survives a restart, and the key created meanwhile works
-    proc = _start(dev_dir, port, log)
+    proc = start_dev(dev_dir, port, log)
     try:
-        wait_until(lambda: _ready(base), timeout=120, interval=0.5, what="dev stack restarted")
+        wait_until(lambda: api_ready(base), timeout=120, interval=0.5, what="dev stack restarted")
         assert (dev_dir / "api-key").read_text().strip() == key
         r = httpx.get(
             f"{base}/v1/sessions/{sid}/messages", headers={"Authorization": f"Bearer {key}"}
@@ -172,4 +128,4 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(
             == 200
         )
     finally:
-        _stop(proc)
+        stop_dev(proc)

@@ -139,8 +139,10 @@ class FakeOpenAI(SseServer):
         for i, m in enumerate(messages):
             role = m.get("role") if isinstance(m, dict) else None
             if role not in ("system", "developer", "user", "assistant", "tool"):
-                return f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', "\
+                return (
+                    f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', "
                     f"'user', 'tool', and 'developer'. (messages[{i}].role)"
+                )
             if role == "tool":
                 call_id = m.get("tool_call_id")
                 if call_id not in pending:
@@ -159,8 +161,10 @@ class FakeOpenAI(SseServer):
             if role == "assistant":
                 calls = m.get("tool_calls") or []
                 if m.get("content") is None and not calls:
-                    return f"Invalid value for 'content': expected a string, got null. " \
+                    return (
+                        f"Invalid value for 'content': expected a string, got null. "
                         f"(messages[{i}].content)"
+                    )
                 for call in calls:
                     fn = call.get("function") or {}
                     if call.get("type") != "function" or not isinstance(fn.get("arguments"), str):
@@ -201,7 +205,10 @@ class FakeOpenAI(SseServer):
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
             choice: dict[str, Any] = {
-                "index": 0, "delta": delta, "logprobs": None, "finish_reason": finish,
+                "index": 0,
+                "delta": delta,
+                "logprobs": None,
+                "finish_reason": finish,
             }
             if azure:
                 choice["content_filter_results"] = {}
@@ -212,10 +219,16 @@ class FakeOpenAI(SseServer):
             return sse(out)
 
         if azure:
-            yield sse({
-                "choices": [], "created": 0, "id": "", "model": "", "object": "",
-                "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}],
-            })
+            yield sse(
+                {
+                    "choices": [],
+                    "created": 0,
+                    "id": "",
+                    "model": "",
+                    "object": "",
+                    "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}],
+                }
+            )
         text = str(response.get("text") or "")
         calls = list(response.get("tool_calls") or [])
         pieces = split_text(text)
@@ -229,13 +242,18 @@ class FakeOpenAI(SseServer):
             yield chunk({"content": piece})
         if response.get("error_mid_stream"):
             error = response.get("error") or {}
-            yield sse({"error": {
-                "message": error.get("message") or "The server had an error while processing "
-                "your request. Sorry about that!",
-                "type": error.get("type") or "server_error",
-                "param": None,
-                "code": error.get("code"),
-            }})
+            yield sse(
+                {
+                    "error": {
+                        "message": error.get("message")
+                        or "The server had an error while processing "
+                        "your request. Sorry about that!",
+                        "type": error.get("type") or "server_error",
+                        "param": None,
+                        "code": error.get("code"),
+                    }
+                }
+            )
             return
         if response.get("drop_mid_stream"):
             yield DROP
@@ -247,16 +265,28 @@ class FakeOpenAI(SseServer):
             usage = response.get("usage") or {}
             prompt = int(usage.get("input", self._prompt_words(body)))
             output = int(usage.get("output", len(pieces) + 8 * len(calls)))
-            yield sse({**base, "choices": [], "usage": {
-                "prompt_tokens": prompt,
-                "completion_tokens": output,
-                "total_tokens": prompt + output,
-                "prompt_tokens_details": {"cached_tokens": int(usage.get("cached", 0)),
-                                          "audio_tokens": 0},
-                "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
-                                              "accepted_prediction_tokens": 0,
-                                              "rejected_prediction_tokens": 0},
-            }, "obfuscation": secrets.token_hex(3)})
+            yield sse(
+                {
+                    **base,
+                    "choices": [],
+                    "usage": {
+                        "prompt_tokens": prompt,
+                        "completion_tokens": output,
+                        "total_tokens": prompt + output,
+                        "prompt_tokens_details": {
+                            "cached_tokens": int(usage.get("cached", 0)),
+                            "audio_tokens": 0,
+                        },
+                        "completion_tokens_details": {
+                            "reasoning_tokens": 0,
+                            "audio_tokens": 0,
+                            "accepted_prediction_tokens": 0,
+                            "rejected_prediction_tokens": 0,
+                        },
+                    },
+                    "obfuscation": secrets.token_hex(3),
+                }
+            )
         yield sse("[DONE]")
 
     @staticmethod
@@ -268,11 +298,15 @@ class FakeOpenAI(SseServer):
         for index, call in enumerate(calls):
             arguments = call.get("arguments", {})
             raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-            opening = {"index": index, "id": call.get("id") or _random_id("call_"),
-                       "type": "function",
-                       "function": {"name": call["name"], "arguments": ""}}
-            fragments = [{"index": index, "function": {"arguments": f}}
-                         for f in split_arguments(raw) if f]
+            opening = {
+                "index": index,
+                "id": call.get("id") or _random_id("call_"),
+                "type": "function",
+                "function": {"name": call["name"], "arguments": ""},
+            }
+            fragments = [
+                {"index": index, "function": {"arguments": f}} for f in split_arguments(raw) if f
+            ]
             per_call.append([opening, *fragments])
         step = 0
         while any(per_call):

@@ -20,8 +20,9 @@ def client(stack: Stack) -> Iterator[redis.Redis]:
     c.close()
 
 
-def _contend(stack: Stack, *, workers: int, seconds: float, limit: Limit,
-             window_s: float) -> list[int]:
+def _contend(
+    stack: Stack, *, workers: int, seconds: float, limit: Limit, window_s: float
+) -> list[int]:
     """`workers` threads, each with its own connection, take from one limit as fast as they can;
     returns Redis's timestamps (ms) of the grants."""
     grants: list[int] = []
@@ -95,8 +96,12 @@ def test_a_provider_that_keeps_failing_cools_down_for_every_worker(client: redis
     assert not health.record_failure(name, "503")
     assert not health.record_failure(name, "503")
     assert health.record_failure(name, "503 Service Unavailable")
-    other_worker = Health(redis.Redis(connection_pool=client.connection_pool), after_failures=3,
-                          window_s=60, cooldown_s=30)
+    other_worker = Health(
+        redis.Redis(connection_pool=client.connection_pool),
+        after_failures=3,
+        window_s=60,
+        cooldown_s=30,
+    )
     cooling = other_worker.cooling([name, "someone-else"])
     assert set(cooling) == {name}
     assert 0 < cooling[name].seconds_left <= 30

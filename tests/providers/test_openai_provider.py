@@ -177,11 +177,20 @@ def test_parallel_tool_calls_with_interleaved_fragments_come_out_in_index_order(
     fake: FakeOpenAI, make: Callable[..., OpenAIChatProvider]
 ) -> None:
     key = unique("weather in two cities")
-    fake.enqueue(key, {"text": "Checking both.", "tool_calls": [
-        {"id": "call_paris", "name": "get_weather",
-         "arguments": {"city": "Paris", "units": "metric", "days": [1, 2]}},
-        {"id": "call_tokyo", "name": "get_time", "arguments": {"zone": "Asia/Tokyo"}},
-    ]})
+    fake.enqueue(
+        key,
+        {
+            "text": "Checking both.",
+            "tool_calls": [
+                {
+                    "id": "call_paris",
+                    "name": "get_weather",
+                    "arguments": {"city": "Paris", "units": "metric", "days": [1, 2]},
+                },
+                {"id": "call_tokyo", "name": "get_time", "arguments": {"zone": "Asia/Tokyo"}},
+            ],
+        },
+    )
 
     events = run(make(), ask(key, tools=(WEATHER,)))
 
@@ -211,10 +220,15 @@ def test_invalid_json_arguments_come_out_raw(
     fake: FakeOpenAI, make: Callable[..., OpenAIChatProvider]
 ) -> None:
     key = unique("broken arguments")
-    fake.enqueue(key, {"tool_calls": [
-        {"id": "call_bad", "name": "get_weather", "arguments": '{"city": "Par'},
-        {"id": "call_list", "name": "get_weather", "arguments": "[1, 2]"},
-    ]})
+    fake.enqueue(
+        key,
+        {
+            "tool_calls": [
+                {"id": "call_bad", "name": "get_weather", "arguments": '{"city": "Par'},
+                {"id": "call_list", "name": "get_weather", "arguments": "[1, 2]"},
+            ]
+        },
+    )
 
     completion = collect(make().stream(ask(key)))
 
@@ -259,21 +273,32 @@ def test_request_carries_mapped_messages_tools_and_stream_options(
     messages = (
         Message("system", "You are a travel agent."),
         Message("user", key),
-        Message("assistant", "", tool_calls=(
-            ToolCall("call_1", "get_weather", {"city": "Oslo"}),
-            ToolCall("call_2", "get_weather", {"city": "Rome"}),
-        )),
+        Message(
+            "assistant",
+            "",
+            tool_calls=(
+                ToolCall("call_1", "get_weather", {"city": "Oslo"}),
+                ToolCall("call_2", "get_weather", {"city": "Rome"}),
+            ),
+        ),
         Message("tool", "12°C, rain", tool_call_id="call_1", name="get_weather"),
-        Message("tool", "city not found", tool_call_id="call_2", name="get_weather",
-                is_error=True),
+        Message("tool", "city not found", tool_call_id="call_2", name="get_weather", is_error=True),
         Message("assistant", "Oslo is rainy."),
         Message("user", "And tomorrow?"),
     )
     provider = make()
 
-    completion = collect(provider.stream(ModelRequest(
-        model="gpt-4.1", messages=messages, tools=(WEATHER,), temperature=0.25, max_tokens=321,
-    )))
+    completion = collect(
+        provider.stream(
+            ModelRequest(
+                model="gpt-4.1",
+                messages=messages,
+                tools=(WEATHER,),
+                temperature=0.25,
+                max_tokens=321,
+            )
+        )
+    )
 
     assert completion.text == "And tomorrow?"
     [sent] = fake.requests_for(key)
@@ -281,21 +306,37 @@ def test_request_carries_mapped_messages_tools_and_stream_options(
     assert body["messages"] == [
         {"role": "system", "content": "You are a travel agent."},
         {"role": "user", "content": key},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}},
-            {"id": "call_2", "type": "function",
-             "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}},
-        ]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+                },
+                {
+                    "id": "call_2",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'},
+                },
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "12°C, rain"},
         {"role": "tool", "tool_call_id": "call_2", "content": "ERROR: city not found"},
         {"role": "assistant", "content": "Oslo is rainy."},
         {"role": "user", "content": "And tomorrow?"},
     ]
-    assert body["tools"] == [{"type": "function", "function": {
-        "name": "get_weather", "description": WEATHER.description,
-        "parameters": WEATHER.parameters,
-    }}]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": WEATHER.description,
+                "parameters": WEATHER.parameters,
+            },
+        }
+    ]
     assert body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
     assert body["temperature"] == 0.25
@@ -378,8 +419,14 @@ def test_rate_limit_429_is_retryable_with_retry_after_and_no_sdk_retry(
     fake: FakeOpenAI, make: Callable[..., OpenAIChatProvider]
 ) -> None:
     key = unique("too many requests")
-    fake.enqueue(key, {"status": 429, "headers": {"retry-after": "7"},
-                       "error": {"message": "Rate limit reached for gpt-4o-mini"}})
+    fake.enqueue(
+        key,
+        {
+            "status": 429,
+            "headers": {"retry-after": "7"},
+            "error": {"message": "Rate limit reached for gpt-4o-mini"},
+        },
+    )
     provider = make()
 
     _, err = run_until_error(provider, ask(key), RetryableError)
@@ -430,8 +477,10 @@ def test_400_is_terminal_and_names_provider_status_and_server_message(
 ) -> None:
     key = unique("bad request")
     server_message = "This model's maximum context length is 128000 tokens."
-    fake.enqueue(key, {"status": 400, "error": {"message": server_message,
-                                                "code": "context_length_exceeded"}})
+    fake.enqueue(
+        key,
+        {"status": 400, "error": {"message": server_message, "code": "context_length_exceeded"}},
+    )
     provider = make()
 
     _, err = run_until_error(provider, ask(key), TerminalError)
@@ -469,14 +518,20 @@ def test_error_inside_the_stream_is_retryable_after_the_text_before_it(
     fake: FakeOpenAI, make: Callable[..., OpenAIChatProvider]
 ) -> None:
     key = unique("fails halfway")
-    fake.enqueue(key, {"text": "The first half arrives and then the rest never does.",
-                       "error_mid_stream": True,
-                       "error": {"message": "The server had an error processing your request."}})
+    fake.enqueue(
+        key,
+        {
+            "text": "The first half arrives and then the rest never does.",
+            "error_mid_stream": True,
+            "error": {"message": "The server had an error processing your request."},
+        },
+    )
 
     events, err = run_until_error(make(), ask(key), RetryableError)
 
     assert texts(events) and "The first half arrives and then the rest never does.".startswith(
-        "".join(texts(events)))
+        "".join(texts(events))
+    )
     assert err.code == "provider_stream_error"
     assert "The server had an error processing your request." in err.message
 
@@ -485,9 +540,14 @@ def test_a_4xx_error_inside_the_stream_is_terminal(
     fake: FakeOpenAI, make: Callable[..., OpenAIChatProvider]
 ) -> None:
     key = unique("vllm rejects mid-stream")
-    fake.enqueue(key, {"text": "Partial answer here", "error_mid_stream": True,
-                       "error": {"message": "prompt too long", "type": "BadRequestError",
-                                 "code": 400}})
+    fake.enqueue(
+        key,
+        {
+            "text": "Partial answer here",
+            "error_mid_stream": True,
+            "error": {"message": "prompt too long", "type": "BadRequestError", "code": 400},
+        },
+    )
     provider = make()
 
     events, err = run_until_error(provider, ask(key), TerminalError)
@@ -501,8 +561,9 @@ def test_dropped_connection_mid_stream_is_retryable(
     fake: FakeOpenAI, make: Callable[..., OpenAIChatProvider]
 ) -> None:
     key = unique("connection drops")
-    fake.enqueue(key, {"text": "Some words stream out before the line goes dead.",
-                       "drop_mid_stream": True})
+    fake.enqueue(
+        key, {"text": "Some words stream out before the line goes dead.", "drop_mid_stream": True}
+    )
 
     events, err = run_until_error(make(), ask(key), RetryableError)
 
@@ -538,8 +599,14 @@ def test_connection_refused_is_retryable_provider_unreachable(
 def test_sdk_exceptions_never_escape_a_misconfigured_provider(
     providers: list[OpenAIChatProvider],
 ) -> None:
-    config = ProviderConfig(name="azure_openai", kind="azure_openai", model="d",
-                            api_key="k", base_url="http://127.0.0.1:9", api_version=None)
+    config = ProviderConfig(
+        name="azure_openai",
+        kind="azure_openai",
+        model="d",
+        api_key="k",
+        base_url="http://127.0.0.1:9",
+        api_version=None,
+    )
     provider = OpenAIChatProvider(config)
     providers.append(provider)
 

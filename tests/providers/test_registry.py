@@ -9,10 +9,22 @@ import pytest
 from cortex_workers.providers.registry import ConfigError, ProviderRegistry, Route
 from cortex_workers.settings import Settings
 
-ENV_NAMES = ("OPENAI_API_KEY", "OPENAI_MODEL", "OPENAI_API_BASE", "AZURE_OPENAI_KEY",
-             "AZURE_OPENAI_BASE_URL", "AZURE_OPENAI_DEPLOYMENT", "AZURE_OPENAI_API_VERSION",
-             "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", "ANTHROPIC_BASE_URL", "LLM_PROVIDER",
-             "OLLAMA_BASE_URL", "OLLAMA_MODEL", "CORTEX_CONFIG")
+ENV_NAMES = (
+    "OPENAI_API_KEY",
+    "OPENAI_MODEL",
+    "OPENAI_API_BASE",
+    "AZURE_OPENAI_KEY",
+    "AZURE_OPENAI_BASE_URL",
+    "AZURE_OPENAI_DEPLOYMENT",
+    "AZURE_OPENAI_API_VERSION",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_BASE_URL",
+    "LLM_PROVIDER",
+    "OLLAMA_BASE_URL",
+    "OLLAMA_MODEL",
+    "CORTEX_CONFIG",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -51,15 +63,21 @@ def test_environment_variables_configure_the_builtin_providers(
     monkeypatch.setenv("OPENAI_MODEL", "gpt-4.1")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "ak")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:8")
-    for name, value in (("AZURE_OPENAI_KEY", "az"), ("AZURE_OPENAI_BASE_URL", "http://az"),
-                        ("AZURE_OPENAI_DEPLOYMENT", "dep"),
-                        ("AZURE_OPENAI_API_VERSION", "2024-10-21")):
+    for name, value in (
+        ("AZURE_OPENAI_KEY", "az"),
+        ("AZURE_OPENAI_BASE_URL", "http://az"),
+        ("AZURE_OPENAI_DEPLOYMENT", "dep"),
+        ("AZURE_OPENAI_API_VERSION", "2024-10-21"),
+    ):
         monkeypatch.setenv(name, value)
     reg = ProviderRegistry(Settings())
     assert all(p.available for p in reg.describe())
     openai = reg.configs["openai"]
     assert (openai.api_key, openai.base_url, openai.model) == (
-        "sk-test", "http://127.0.0.1:9/v1", "gpt-4.1")
+        "sk-test",
+        "http://127.0.0.1:9/v1",
+        "gpt-4.1",
+    )
     assert reg.configs["anthropic"].base_url == "http://127.0.0.1:8"
     azure = reg.configs["azure_openai"]
     assert (azure.model, azure.api_version) == ("dep", "2024-10-21")
@@ -74,7 +92,10 @@ def test_the_llm_tables_of_the_config_file_are_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MY_VLLM_KEY", "k-123")
-    reg = from_toml(tmp_path, monkeypatch, """
+    reg = from_toml(
+        tmp_path,
+        monkeypatch,
+        """
 [llm]
 default_provider = "vllm"
 fallback_providers = ["ollama"]
@@ -94,10 +115,16 @@ timeout = "2m"
 
 [llm.rate_limits.vllm]
 rpm = 120
-""")
+""",
+    )
     vllm = reg.configs["vllm"]
     assert (vllm.kind, vllm.api_key, vllm.model, vllm.timeout_s, vllm.max_tokens) == (
-        "openai", "k-123", "qwen2.5-7b", 90.0, 1024)
+        "openai",
+        "k-123",
+        "qwen2.5-7b",
+        90.0,
+        1024,
+    )
     assert reg.configs["ollama"].base_url == "http://127.0.0.1:11500/v1"
     assert reg.configs["ollama"].timeout_s == 120.0
     assert reg.resolve(None, None) == ("vllm", "qwen2.5-7b")
@@ -124,11 +151,15 @@ def test_model_names_and_patterns_choose_their_provider_and_price() -> None:
 
 
 def test_the_price_table_can_be_overridden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    reg = from_toml(tmp_path, monkeypatch, """
+    reg = from_toml(
+        tmp_path,
+        monkeypatch,
+        """
 [llm.models."gpt-4o"]
 input_per_mtok = 1.0
 output_per_mtok = 2.0
-""")
+""",
+    )
     assert reg.price("openai", "gpt-4o").cost(10**6, 10**6) == pytest.approx(3.0)
     assert reg.catalog.lookup("gpt-4o").context == 128000  # type: ignore[union-attr]
 
@@ -138,13 +169,17 @@ def test_routes_go_from_the_session_model_to_backups_then_to_fallback_providers(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
-    reg = from_toml(tmp_path, monkeypatch, """
+    reg = from_toml(
+        tmp_path,
+        monkeypatch,
+        """
 [llm]
 fallback_providers = ["anthropic", "azure_openai", "ollama"]
 
 [llm.models."gpt-4o"]
 backup = "gpt-4o-mini"
-""")
+""",
+    )
     routes = reg.routes("openai", "gpt-4o")
     assert routes == [
         Route("openai", "gpt-4o"),
@@ -155,20 +190,29 @@ backup = "gpt-4o-mini"
     ]
     # two attempts per provider, then the next route; cooling providers are skipped
     assert [reg.choose(routes, attempt=a, cooling=set()).model for a in (1, 2, 3, 5, 9)] == [
-        "gpt-4o", "gpt-4o", "gpt-4o-mini", "claude-sonnet-4-5", "llama3.1"]
+        "gpt-4o",
+        "gpt-4o",
+        "gpt-4o-mini",
+        "claude-sonnet-4-5",
+        "llama3.1",
+    ]
     assert reg.choose(routes, attempt=1, cooling={"openai"}).provider == "anthropic"
 
 
 def test_a_cycle_of_backup_models_is_refused_at_startup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reg = from_toml(tmp_path, monkeypatch, """
+    reg = from_toml(
+        tmp_path,
+        monkeypatch,
+        """
 [llm.models."gpt-4o"]
 backup = "claude-sonnet-4-5"
 
 [llm.models."claude-sonnet-4-5"]
 backup = "gpt-4o"
-""")
+""",
+    )
     with pytest.raises(ConfigError, match="cycle"):
         reg.validate()
 
@@ -183,10 +227,14 @@ def test_unknown_default_or_fallback_providers_are_refused_at_startup() -> None:
 def test_models_without_native_tools_use_the_prompt_protocol(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reg = from_toml(tmp_path, monkeypatch, """
+    reg = from_toml(
+        tmp_path,
+        monkeypatch,
+        """
 [llm.providers.ollama]
 no_tools_models = ["phi*"]
-""")
+""",
+    )
     assert reg.native_tools("ollama", "llama3.1:8b")
     assert not reg.native_tools("ollama", "llama3:70b")  # the catalog says so
     assert not reg.native_tools("ollama", "phi3")  # the provider table says so

@@ -44,7 +44,8 @@ def test_a_turn_with_two_parallel_tool_calls_streams_and_is_stored(client: Api) 
     assert all(s["status"] == "done" and s["attempt"] == 1 for s in turn["steps"])
     assert turn["usage"]["output_tokens"] > 0
     assert events[-1].data["usage"] == {
-        k: turn["usage"][k] for k in ("input_tokens", "output_tokens")}
+        k: turn["usage"][k] for k in ("input_tokens", "output_tokens")
+    }
 
     messages = client.messages(sid)
     assert [m["role"] for m in messages] == ["user", "assistant", "tool", "tool", "assistant"]

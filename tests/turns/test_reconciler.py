@@ -26,8 +26,9 @@ def test_a_turn_whose_first_step_was_never_published_still_runs(client: Api) -> 
 
     sid = client.scripted_session({"text": "recovered"})
     # Commit without publishing, as if the broker had been unreachable at that moment.
-    accepted = submit_turn(get_runtime(), tenant_id=_tenant_of(client),
-                           session_id=uuid.UUID(sid), content="hello")
+    accepted = submit_turn(
+        get_runtime(), tenant_id=_tenant_of(client), session_id=uuid.UUID(sid), content="hello"
+    )
     assert accepted.publish  # a step was due for delivery, and nobody delivered it
     turn = client.wait_turn(str(accepted.turn.id), timeout=60)
     assert turn["status"] == "done" and turn["answer"] == "recovered"
@@ -38,8 +39,7 @@ def test_a_turn_past_its_deadline_fails_visibly(client: Api) -> None:
     tid = client.submit(sid)
     wait_until(lambda: client.turn(tid)["status"] == "running", what="running")
     with transaction(get_runtime().db) as db:
-        db.execute(update(Turn).where(Turn.id == uuid.UUID(tid))
-                   .values(deadline=Turn.started_at))
+        db.execute(update(Turn).where(Turn.id == uuid.UUID(tid)).values(deadline=Turn.started_at))
     events = client.turn_events(tid)
     assert events[-2].event == "error" and events[-2].data["code"] == "deadline_exceeded"
     assert events[-1].data["status"] == "failed"
@@ -50,14 +50,18 @@ def test_a_turn_past_its_deadline_fails_visibly(client: Api) -> None:
 
 
 def test_a_step_lost_too_many_times_fails_its_turn_and_fences_the_old_worker(client: Api) -> None:
-    sid = client.scripted_session({"text": " ".join(["slow"] * 200), "token_ms": 100},
-                                  {"text": "next turn"})
+    sid = client.scripted_session(
+        {"text": " ".join(["slow"] * 200), "token_ms": 100}, {"text": "next turn"}
+    )
     tid = client.submit(sid)
     client.turn_events(tid, limit=2)
     # The attempt cap (5) is reached and the lease has run out: the holder is presumed dead.
     with transaction(get_runtime().db) as db:
-        db.execute(update(Step).where(Step.turn_id == uuid.UUID(tid))
-                   .values(attempt=5, lease_until=Step.created_at))
+        db.execute(
+            update(Step)
+            .where(Step.turn_id == uuid.UUID(tid))
+            .values(attempt=5, lease_until=Step.created_at)
+        )
     turn = client.wait_turn(tid, timeout=30)
     assert turn["status"] == "failed" and turn["error"]["code"] == "attempts_exhausted"
     events = client.turn_events(tid)

@@ -39,9 +39,13 @@ def _expire(turn_id: str) -> None:
 
 
 TOOL_TURN = (
-    {"text": "Checking both.", "tool_calls": [
-        {"name": "calculate", "arguments": {"expression": "2+2"}},
-        {"name": "current_time", "arguments": {}}]},
+    {
+        "text": "Checking both.",
+        "tool_calls": [
+            {"name": "calculate", "arguments": {"expression": "2+2"}},
+            {"name": "current_time", "arguments": {}},
+        ],
+    },
     {"text": "It is 4."},
 )
 
@@ -54,7 +58,8 @@ def test_an_expired_stream_is_served_as_a_snapshot_from_postgres(client: Api) ->
     snap = client.turn_events(tid)
     assert text_of(snap) == text_of(live) == "Checking both.It is 4."
     assert [e.event for e in snap if e.event != "token"] == [
-        e.event for e in live if e.event != "token"]
+        e.event for e in live if e.event != "token"
+    ]
     by_id = {e.data["id"]: e.data for e in live if e.event == "tool_result"}
     assert {e.data["id"]: e.data for e in snap if e.event == "tool_result"} == by_id
     assert snap[-1].data == live[-1].data and snap[-1].id == live[-1].id
