@@ -275,13 +275,17 @@ def stored_text(messages: list[dict[str, Any]], turn_id: str) -> str:
     )
 
 
+PROVIDER_ENV_PREFIXES = ("CORTEX_", "OPENAI_", "AZURE_OPENAI_", "ANTHROPIC_", "OLLAMA_", "LLM_")
+
+
 def dev_env(**extra: str) -> dict[str, str]:
-    """The environment of a `cortex-workers dev` a user starts: no test URLs or settings."""
+    """The environment of a `cortex-workers dev` a user starts: no test URLs, settings or
+    provider configuration unless given in `extra`."""
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith("CORTEX_")
-        and k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")
+        if not k.startswith(PROVIDER_ENV_PREFIXES)
+        and k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "SYSTEM_PROMPT")
     }
     env["CORTEX_RECONCILE_EVERY_S"] = "1"
     env.update(extra)

@@ -121,6 +121,16 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(
             f"{base}/v1/sessions/{sid}/messages", headers={"Authorization": f"Bearer {key}"}
         )
         assert [m["role"] for m in r.json()["messages"]][:2] == ["user", "assistant"]
+        # a provider without its secret is listed, unavailable, with what to set
+        providers = {
+            p["name"]: p
+            for p in httpx.get(
+                f"{base}/v1/providers", headers={"Authorization": f"Bearer {key}"}
+            ).json()
+        }
+        assert providers["scripted"]["available"] and providers["scripted"]["default"]
+        assert not providers["anthropic"]["available"]
+        assert "ANTHROPIC_API_KEY" in providers["anthropic"]["reason"]
         assert (
             httpx.get(
                 f"{base}/v1/providers", headers={"Authorization": f"Bearer {ops_key}"}

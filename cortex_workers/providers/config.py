@@ -18,7 +18,7 @@ class ProviderConfig:
     """Which module speaks to it: `ollama` and other OpenAI-compatible servers are `openai`."""
     model: str
     """The default model (for Azure: the deployment name)."""
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     base_url: str | None = None
     fast_model: str | None = None
     max_tokens: int = 4096
