@@ -9,10 +9,7 @@ a second to import), so importing this module costs nothing.
 
 from __future__ import annotations
 
-import email.utils
-import json
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -29,6 +26,7 @@ from ..messages import (
     ToolSpec,
     UsageEvent,
 )
+from .base import parse_arguments, retry_after_seconds
 from .config import ProviderConfig
 
 if TYPE_CHECKING:
@@ -151,17 +149,6 @@ def build_tools(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
 # -- response ------------------------------------------------------------------------------
 
 
-def parse_arguments(raw: str) -> dict[str, Any]:
-    """A tool call's accumulated JSON: empty → `{}`, not a JSON object → `{"_raw": raw}`."""
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return {"_raw": raw}
-    return value if isinstance(value, dict) else {"_raw": raw}
-
-
 @dataclass
 class _ToolBlock:
     id: str
@@ -231,21 +218,6 @@ class _StreamState:
 
 
 # -- errors --------------------------------------------------------------------------------
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a `retry-after` header: a number of seconds or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 # -- provider ------------------------------------------------------------------------------
@@ -340,7 +312,7 @@ class AnthropicProvider:
             status = exc.status_code
             text = f"{name} returned {status}: {message}"
             if status in RETRYABLE_STATUSES:
-                retry_after = parse_retry_after(exc.response.headers.get("retry-after"))
+                retry_after = retry_after_seconds(exc.response.headers)
                 return RetryableError(text, code=f"provider_{status}", retry_after=retry_after)
             return TerminalError(text, code="provider_error")
         if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from email.utils import parsedate_to_datetime
+from typing import Any, Protocol
 
 from ..messages import (
     Completion,
@@ -54,3 +57,39 @@ def collect(events: Iterator[StreamEvent]) -> Completion:
             case FinishEvent(reason=reason):
                 out.finish_reason = reason
     return out
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """A tool call's accumulated JSON: `{}` when empty, `{"_raw": raw}` when not a JSON object
+    (the tool router then reports a validation error the model can read)."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {"_raw": raw}
+    return value if isinstance(value, dict) else {"_raw": raw}
+
+
+def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds to wait, from `retry-after-ms`, or `Retry-After` (seconds or an HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(float(ms) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(when.timestamp() - (time.time() if now is None else now), 0.0)

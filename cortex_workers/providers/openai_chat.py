@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
@@ -38,6 +36,7 @@ from ..messages import (
     ToolSpec,
     UsageEvent,
 )
+from .base import parse_arguments, retry_after_seconds
 from .config import ProviderConfig
 
 if TYPE_CHECKING:
@@ -100,41 +99,6 @@ def to_openai_tools(tools: tuple[ToolSpec, ...]) -> list[ChatCompletionFunctionT
         }
         for t in tools
     ]
-
-
-def parse_arguments(raw: str) -> dict[str, Any]:
-    """A tool call's JSON arguments; `{}` when empty, `{"_raw": raw}` when not a JSON object."""
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return {"_raw": raw}
-    return value if isinstance(value, dict) else {"_raw": raw}
-
-
-def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """Seconds to wait, from `retry-after-ms`, or `Retry-After` (seconds or an HTTP date)."""
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(float(ms) / 1000, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(when.timestamp() - (time.time() if now is None else now), 0.0)
 
 
 def uses_max_completion_tokens(config: ProviderConfig) -> bool:
@@ -209,7 +173,7 @@ def classify_error(name: str, err: Exception, *, mid_stream: bool = False) -> Co
         status = err.status_code
         message = f"{name} returned {status}: {_status_message(err)}"
         if status in RETRYABLE_STATUSES:
-            retry_after = parse_retry_after(err.response.headers)
+            retry_after = retry_after_seconds(err.response.headers)
             return RetryableError(message, code=f"provider_{status}", retry_after=retry_after)
         return TerminalError(message, code="provider_error")
     if isinstance(err, openai.APITimeoutError):

@@ -32,12 +32,14 @@ from cortex_workers.messages import (
     ToolSpec,
     UsageEvent,
 )
-from cortex_workers.providers.anthropic_messages import (
-    CONTINUATION,
-    AnthropicProvider,
-    parse_retry_after,
-)
+from cortex_workers.providers.anthropic_messages import CONTINUATION, AnthropicProvider
+from cortex_workers.providers.base import retry_after_seconds
 from cortex_workers.providers.config import ProviderConfig
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    return retry_after_seconds({"retry-after": value} if value is not None else {})
+
 
 API_KEY = "sk-ant-test-key"
 

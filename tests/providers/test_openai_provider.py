@@ -29,12 +29,9 @@ from cortex_workers.messages import (
     UsageEvent,
 )
 from cortex_workers.providers.base import collect
+from cortex_workers.providers.base import retry_after_seconds as parse_retry_after
 from cortex_workers.providers.config import ProviderConfig
-from cortex_workers.providers.openai_chat import (
-    OpenAIChatProvider,
-    parse_retry_after,
-    uses_max_completion_tokens,
-)
+from cortex_workers.providers.openai_chat import OpenAIChatProvider, uses_max_completion_tokens
 
 KINDS = ["openai", "azure_openai"]
 DEPLOYMENT = "gpt-4o-deployment"
