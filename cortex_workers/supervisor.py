@@ -18,6 +18,20 @@ from .settings import get_settings
 log = logging.getLogger("cortex_workers.dev")
 
 DEV_TENANT = "dev"
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """In a child before exec: get `sig` when the parent dies, so nothing is left orphaned
+    (Linux; elsewhere a no-op)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+
+
 WORKER_QUEUES = ("llm", "tools", "summarize,maintenance")
 
 
@@ -32,7 +46,9 @@ class Child:
     next_start: float = 0.0
 
     def start(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(self.argv, env=env, start_new_session=True)
+        self.proc = subprocess.Popen(
+            self.argv, env=env, start_new_session=True, preexec_fn=die_with_parent
+        )
         log.info("started %s (pid %d): %s", self.name, self.proc.pid, " ".join(self.argv[1:]))
 
     def stop(self, timeout: float = 10.0) -> None:

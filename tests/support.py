@@ -74,12 +74,15 @@ class Workers:
 
     def start(self, name: str) -> None:
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 (owned by the process)
+        from cortex_workers.supervisor import die_with_parent
+
         self.procs[name] = subprocess.Popen(
             self._argv(name),
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=lambda: die_with_parent(signal.SIGKILL),
         )
         wait_until(
             lambda: b"ready" in (self.log_dir / f"{name}.log").read_bytes() or name == "beat",
