@@ -8,6 +8,7 @@ re-publishes it.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterable
 
 from celery import current_app
@@ -46,3 +47,23 @@ def publish(steps: Iterable[NextStep]) -> int:
                 exc_info=True,
             )
     return sent
+
+
+EXECUTE_PROPOSAL_TASK = "cortex.tools.execute_proposal"
+
+
+def publish_execution(proposal_id: uuid.UUID) -> None:
+    """Hand a confirmed proposal to a `tools` worker (re-sent by the reconciler if lost)."""
+    try:
+        current_app.send_task(
+            EXECUTE_PROPOSAL_TASK,
+            args=[str(proposal_id)],
+            task_id=f"execute-{proposal_id}",
+            queue="tools",
+        )
+    except Exception:
+        log.warning(
+            "could not publish execution of proposal %s; the reconciler will",
+            proposal_id,
+            exc_info=True,
+        )

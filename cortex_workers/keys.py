@@ -30,3 +30,8 @@ def failures_key(provider: str) -> str:
 def cooldown_key(provider: str) -> str:
     """Present while a provider is cooling down; its value is the reason."""
     return f"{PREFIX}:provider:{provider}:cooldown"
+
+
+def notices_key(session_id: uuid.UUID | str) -> str:
+    """A session's events that belong to no turn (proposal decisions)."""
+    return f"{PREFIX}:session:{session_id}:notices"

@@ -9,6 +9,7 @@ import os
 import threading
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 import redis
 from sqlalchemy import Engine
@@ -16,9 +17,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from .providers.limits import Health, RateLimiter
 from .providers.registry import ProviderRegistry
-from .settings import Settings, get_settings
+from .settings import DEFAULT_CONFIG, Settings, get_settings
 from .store.db import make_engine, make_sessionmaker
-from .tools import ToolRegistry, default_registry
+from .tools import ToolRegistry
+from .tools.loading import LoadedTools, load_tools
 
 
 @dataclass
@@ -67,8 +69,21 @@ class Runtime:
         )
 
     @cached_property
+    def loaded_tools(self) -> LoadedTools:
+        plugins = self.settings.plugins_dir
+        return load_tools(
+            modules=self.settings.tool_modules,
+            plugins_dir=Path(plugins) if plugins else DEFAULT_PLUGINS_DIR,
+        )
+
+    @property
     def tools(self) -> ToolRegistry:
-        return default_registry()
+        return self.loaded_tools.registry
+
+    def reload_tools(self) -> None:
+        """Read tool modules and plugin manifests again (SIGHUP)."""
+        self.__dict__.pop("loaded_tools", None)
+        _ = self.loaded_tools
 
     def close(self) -> None:
         if "engine" in self.__dict__:
@@ -77,6 +92,7 @@ class Runtime:
             self.redis.close()
 
 
+DEFAULT_PLUGINS_DIR = DEFAULT_CONFIG.parent / "plugins"
 _lock = threading.Lock()
 _runtime: Runtime | None = None
 

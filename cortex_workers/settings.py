@@ -242,7 +242,25 @@ class Settings(BaseSettings):
     sse_ping_s: float = Field(default=15.0, gt=0)
 
     # Tools.
-    tool_timeout_s: float = Field(default=30.0, gt=0)
+    tool_timeout_s: float = Field(default=30.0, gt=0, description="Default per-tool timeout.")
+    tool_max_timeout_s: float = Field(default=300.0, gt=0, description="Hard ceiling per call.")
+    tool_progress_after_s: float = Field(
+        default=30.0, gt=0, description="A call running this long emits `tool_progress`."
+    )
+    tool_modules: list[str] = Field(
+        default_factory=list, description="Python modules imported to register more tools."
+    )
+    plugins_dir: OptionalText = None
+    """Plugin tool manifests (*.yaml); default: config/plugins next to the package."""
+    proposal_ttl_s: float = Field(default=600.0, gt=0, description="Unanswered proposals expire.")
+    proposal_executor: str = Field(
+        default="cortex_workers.executors:record_only",
+        description="module:function run on a confirmed proposal.",
+    )
+    secret_key: OptionalSecret = Field(
+        default=None, validation_alias=AliasChoices("CORTEX_SECRET_KEY", "SECRET_KEY")
+    )
+    """Signs pagination cursors; default: derived from DATABASE_URL (set it in production)."""
     tool_output_cap: int = Field(default=64 * 1024, gt=0)
 
     # Pools (per process).
@@ -253,6 +271,17 @@ class Settings(BaseSettings):
     request_max_bytes: int = Field(default=1024 * 1024, gt=0)
     api_host: str = "127.0.0.1"
     api_port: int = 8000
+
+    def cursor_key(self) -> bytes:
+        """The key pagination cursors are signed with, the same in every process."""
+        import hashlib
+
+        base = (
+            self.secret_key.get_secret_value()
+            if self.secret_key
+            else f"cortex-cursors:{self.database_url}"
+        )
+        return hashlib.sha256(base.encode()).digest()
 
     @model_validator(mode="after")
     def _derive_broker(self) -> Settings:

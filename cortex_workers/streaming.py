@@ -20,9 +20,9 @@ from typing import Any
 import redis
 from redis.exceptions import ResponseError
 
-from .keys import cancel_key, stream_key
+from .keys import cancel_key, notices_key, stream_key
 
-__all__ = ["cancel_key", "stream_key"]
+__all__ = ["cancel_key", "notices_key", "stream_key"]
 
 TERMINAL_MS = 9_999_999_999_999
 TOOL_BATCH_SLOT = 999
@@ -77,22 +77,40 @@ class StepStream:
         return True
 
 
-def emit_tool_result(
-    client: redis.Redis, turn_id: uuid.UUID, *, model_step_no: int, data: dict[str, Any]
+def emit_batch_event(
+    client: redis.Redis,
+    turn_id: uuid.UUID,
+    *,
+    model_step_no: int,
+    event: str,
+    data: dict[str, Any],
 ) -> bool:
-    """Append a tool result after its model step's events; False if the turn has moved on."""
+    """Append an event of a tool batch (`tool_result`, `tool_progress`, `proposal`) after its
+    model step's events; False if the turn has moved on."""
     try:
         client.execute_command(  # type: ignore[no-untyped-call]
             "XADD",
             stream_key(turn_id),
             f"{tool_batch_ms(model_step_no)}-*",
-            *[x for kv in _fields("tool_result", data).items() for x in kv],
+            *[x for kv in _fields(event, data).items() for x in kv],
         )
     except ResponseError as exc:
         if not _is_stale_id(exc):
             raise
         return False
     return True
+
+
+def emit_session_notice(
+    client: redis.Redis, session_id: uuid.UUID, *, event: str, data: dict[str, Any], ttl_s: int
+) -> None:
+    """An event about the session outside any turn (a proposal confirmed, rejected, expired,
+    executed); the session's SSE stream carries these too."""
+    key = notices_key(session_id)
+    pipe = client.pipeline(transaction=False)
+    pipe.xadd(key, _fields(event, data), maxlen=1000, approximate=True)
+    pipe.expire(key, ttl_s)
+    pipe.execute()
 
 
 def tool_results_emitted(
@@ -103,7 +121,11 @@ def tool_results_emitted(
     entries: list[Any] = client.xrange(  # type: ignore[assignment]
         stream_key(turn_id), min=f"{ms}-0", max=f"{ms}-18446744073709551615"
     )
-    return {json.loads(fields[b"data"]).get("id") for _, fields in entries or ()}
+    return {
+        json.loads(fields[b"data"]).get("id")
+        for _, fields in entries or ()
+        if fields.get(b"event") == b"tool_result"
+    }
 
 
 def emit_terminal(

@@ -19,7 +19,16 @@ import pytest
 from fakes.anthropic_server import FakeAnthropic
 from fakes.openai_server import FakeOpenAI
 from sqlalchemy.engine import URL, make_url
-from support import Api, Fakes, Stack, Workers, free_port, start_api
+from support import (
+    Api,
+    Bridge,
+    Fakes,
+    Stack,
+    Workers,
+    free_port,
+    start_api,
+    write_plugin_manifests,
+)
 
 from cortex_workers.store.db import normalize_url
 
@@ -34,6 +43,8 @@ TEST_SETTINGS = {
     "CORTEX_MAX_DEPTH": "4",
     "CORTEX_REQUEST_MAX_BYTES": "65536",
     "CORTEX_SSE_PING_S": "2",
+    "CORTEX_TOOL_PROGRESS_AFTER_S": "1",
+    "CORTEX_TOOL_MODULES": '["sample_tools"]',
 }
 
 
@@ -114,8 +125,10 @@ FAKE_RATE_LIMITS = {"openai:gpt-limited-test": {"rpm": 2}}
 def fakes(stack: Stack) -> Iterator[Fakes]:
     """Fake OpenAI (also serving the Azure and Ollama paths) and Anthropic servers, which the
     workers and the API are configured to call."""
-    openai, anthropic = FakeOpenAI(), FakeAnthropic()
+    openai, anthropic, bridge = FakeOpenAI(), FakeAnthropic(), Bridge()
     openai_url, anthropic_url = openai.start(), anthropic.start()
+    plugins_dir = stack.data_dir / "plugins"
+    write_plugin_manifests(plugins_dir, port=bridge.port)
     env = {
         "OPENAI_API_KEY": "sk-test-openai",
         "OPENAI_API_BASE": f"{openai_url}/v1",
@@ -132,6 +145,8 @@ def fakes(stack: Stack) -> Iterator[Fakes]:
         "CORTEX_LLM_RATE_WAIT_MAX_S": "0.2",
         "CORTEX_LLM_COOLDOWN_AFTER_FAILURES": "2",
         "CORTEX_LLM_COOLDOWN_S": "20",
+        "CORTEX_PLUGINS_DIR": str(plugins_dir),
+        "TEST_BRIDGE_TOKEN": "bridge-secret-token",
     }
     os.environ.update(env)
     from cortex_workers.runtime import reset_runtime
@@ -139,9 +154,10 @@ def fakes(stack: Stack) -> Iterator[Fakes]:
 
     reset_settings()
     reset_runtime()
-    yield Fakes(openai, anthropic, env)
+    yield Fakes(openai, anthropic, env, bridge)
     openai.stop()
     anthropic.stop()
+    bridge.stop()
 
 
 @pytest.fixture(scope="session")

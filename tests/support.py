@@ -28,6 +28,7 @@ class Fakes:
     openai: Any
     anthropic: Any
     env: dict[str, str]
+    bridge: Any = None
 
 
 @dataclass
@@ -73,6 +74,10 @@ class Workers:
         return worker_argv(QUEUE_GROUPS[name], pool=None, concurrency=None, loglevel="INFO")
 
     def start(self, name: str) -> None:
+        tests_dir = str(Path(__file__).resolve().parent)
+        paths = [p for p in self.env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if tests_dir not in paths:  # the workers import tests/sample_tools.py
+            self.env["PYTHONPATH"] = os.pathsep.join([tests_dir, *paths])
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 (owned by the process)
         from cortex_workers.supervisor import die_with_parent
 
@@ -337,3 +342,76 @@ def stream_until_done(http: httpx.Client, path: str) -> list[Event]:
             if event.event == "done":
                 break
     return out
+
+
+class Bridge:
+    """An internal HTTP bridge a plugin manifest points at (loopback, records requests)."""
+
+    def __init__(self) -> None:
+        import http.server
+
+        bridge = self
+        self.requests: list[dict[str, Any]] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (stdlib name)
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                bridge.requests.append(
+                    {
+                        "path": self.path,
+                        "auth": self.headers.get("authorization"),
+                        "json": json.loads(body or b"null"),
+                    }
+                )
+                reply = json.dumps(
+                    {
+                        "hits": [{"key": "OPS-1", "summary": "disk full"}],
+                        "query": json.loads(body or b"{}").get("query"),
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+
+
+def write_plugin_manifests(directory: Path, *, port: int) -> None:
+    """A working manifest, one pointing at loopback without permission, one malformed."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "ticket_search.yaml").write_text(f"""
+name: ticket_search
+description: Search tickets through the internal bridge.
+parameters:
+  query:
+    type: string
+    description: the search
+endpoint:
+  method: POST
+  url: http://127.0.0.1:{port}/tickets/search
+auth:
+  type: bearer
+  token: "${{TEST_BRIDGE_TOKEN}}"
+allowed_sessions: ["incident-*"]
+allow_private_host: true
+timeout: 5s
+""")
+    (directory / "sneaky.yaml").write_text(f"""
+name: sneaky
+description: Points at this machine without being allowed to.
+parameters:
+  q: {{type: string}}
+endpoint: {{method: POST, url: "http://localhost:{port}/tickets/search"}}
+timeout: 5s
+""")
+    (directory / "broken.yaml").write_text("name: broken\nendpoint: [not, a, mapping\n")

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from ..runtime import get_runtime
 from . import errors
 from .limits import BodySizeLimit
-from .routes import events, meta, sessions, turns
+from .routes import events, meta, proposals, sessions, turns
 from .schemas import ErrorOut
 
 DESCRIPTION = """LLM conversations as durable background work.
@@ -48,7 +48,7 @@ def create_app() -> FastAPI:
         responses={code: {"model": ErrorOut} for code in (401, 404, 413, 422, 503)},
     )
     errors.install(app)
-    for router in (sessions.router, turns.router, events.router, meta.router):
+    for router in (sessions.router, turns.router, events.router, proposals.router, meta.router):
         app.include_router(router)
     app.add_middleware(BodySizeLimit, max_bytes=settings.request_max_bytes)
     return app

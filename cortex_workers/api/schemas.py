@@ -233,6 +233,44 @@ class ToolOut(BaseModel):
     description: str
     parameters: dict[str, Any]
     read_only: bool
+    source: str = Field(description="builtin, module, entry_point, decorator or plugin")
+    timeout_s: float | None
+    max_timeout_s: float | None
+    paginated: bool
+    allowed_sessions: list[str] | None
+
+
+class RejectedToolOut(BaseModel):
+    source: str
+    name: str | None
+    reason: str
+
+
+class ToolsOut(BaseModel):
+    tools: list[ToolOut]
+    rejected: list[RejectedToolOut] = Field(
+        description="Tool sources (plugin manifests, modules) that did not load, and why."
+    )
+
+
+class ProposalOut(BaseModel):
+    id: uuid.UUID
+    session_id: uuid.UUID
+    turn_id: uuid.UUID
+    action: str
+    product: str
+    params: dict[str, Any]
+    rationale: str
+    blast_radius: str | None
+    reversible: bool | None
+    status: Literal[
+        "pending", "confirmed", "rejected", "expired", "executing", "executed", "execution_failed"
+    ]
+    created_at: datetime
+    expires_at: datetime
+    decided_at: datetime | None
+    executed_at: datetime | None
+    outcome: dict[str, Any] | None
 
 
 class ErrorBody(BaseModel):

@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 from fastapi.concurrency import run_in_threadpool
 
 from ..runtime import Runtime
-from ..store import repo
+from ..store import proposals, repo
 from ..store import steps as step_store
 from ..store.db import transaction
 from ..store.repo import TERMINAL
@@ -27,6 +27,7 @@ from ..streaming import (
     terminal_entries,
     tool_batch_ms,
 )
+from ..turns.events import proposal_data, tool_result_of
 from ..turns.lifecycle import Ended
 
 CHECK_DB_EVERY_S = 3.0
@@ -50,6 +51,11 @@ def _groups(rt: Runtime, turn_id: uuid.UUID) -> tuple[list[_Group], Ended] | Non
         steps = {s.id: s for s in step_store.steps_of_turn(db, turn_id)}
         messages = repo.turn_messages(db, turn_id)
         results = {c.call_id: c for c in repo.tool_calls_of_turn(db, turn_id)}
+        by_call = {
+            p.tool_call_id: p
+            for p in proposals.of_session(db, turn.session_id)
+            if p.turn_id == turn_id
+        }
         ended = Ended.of(db, turn)
     groups: list[_Group] = []
     for m in messages:
@@ -65,18 +71,10 @@ def _groups(rt: Runtime, turn_id: uuid.UUID) -> tuple[list[_Group], Ended] | Non
             group.events.append(("tool_call", {**call, "step": no}))
             row = results.get(call["id"])
             if row is not None and row.status == "done":
-                batch.events.append(
-                    (
-                        "tool_result",
-                        {
-                            "id": row.call_id,
-                            "name": row.name,
-                            "is_error": row.is_error,
-                            "content": row.result or "",
-                            "truncated": row.truncated,
-                        },
-                    )
-                )
+                proposal = by_call.get(row.id)
+                if proposal is not None:
+                    batch.events.append(("proposal", proposal_data(proposal)))
+                batch.events.append(("tool_result", tool_result_of(row)))
         groups += [g for g in (group, batch) if g.events]
     return groups, ended
 

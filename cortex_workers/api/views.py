@@ -10,10 +10,11 @@ from ..errors import NotFound
 from ..runtime import Runtime
 from ..store import repo
 from ..store import steps as step_store
-from ..store.models import Message, Session, Turn
+from ..store.models import Message, Proposal, Session, Turn
 from .schemas import (
     ActiveTurn,
     MessageOut,
+    ProposalOut,
     SessionOut,
     StepOut,
     ToolCallOut,
@@ -133,3 +134,23 @@ def require_turn(db: Db, turn_id: uuid.UUID, tenant_id: uuid.UUID) -> Turn:
     if turn is None:
         raise NotFound(f"turn {turn_id} not found")
     return turn
+
+
+def proposal_out(p: Proposal) -> ProposalOut:
+    return ProposalOut(
+        id=p.id,
+        session_id=p.session_id,
+        turn_id=p.turn_id,
+        action=p.action,
+        product=p.product,
+        params=p.params or {},
+        rationale=p.rationale,
+        blast_radius=p.blast_radius,
+        reversible=p.reversible,
+        status=p.status,  # type: ignore[arg-type]
+        created_at=p.created_at,
+        expires_at=p.expires_at,
+        decided_at=p.decided_at,
+        executed_at=p.executed_at,
+        outcome=p.outcome,
+    )

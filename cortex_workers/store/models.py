@@ -202,6 +202,8 @@ class ToolCallRow(Base):
     result: Mapped[str | None] = mapped_column(Text)
     is_error: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
     truncated: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
+    severity: Mapped[str] = mapped_column(String(16), default="ok", server_default="ok")
+    error_kind: Mapped[str | None] = mapped_column(String(32))
     latency_ms: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = _now()
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -224,3 +226,33 @@ class Decision(Base):
     is_error: Mapped[bool] = mapped_column(Boolean, default=False)
     latency_ms: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = _now()
+
+
+class Proposal(Base):
+    """An action the model proposed (propose_action); only an operator's confirm executes it."""
+
+    __tablename__ = "proposals"
+    __table_args__ = (
+        Index("ix_proposals_pending", "expires_at", postgresql_where=text("status = 'pending'")),
+    )
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    session_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), index=True
+    )
+    turn_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
+    tool_call_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("tool_calls.id", ondelete="CASCADE"), unique=True
+    )
+    action: Mapped[str] = mapped_column(String(200))
+    product: Mapped[str] = mapped_column(String(200))
+    params: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    rationale: Mapped[str] = mapped_column(Text)
+    blast_radius: Mapped[str | None] = mapped_column(String(200))
+    reversible: Mapped[bool | None] = mapped_column(Boolean)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    created_at: Mapped[datetime] = _now()
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    executed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    outcome: Mapped[dict[str, Any] | None] = mapped_column(JSONB)

@@ -402,6 +402,8 @@ def record_tool_result(
     is_error: bool,
     truncated: bool,
     latency_ms: int,
+    severity: str = "ok",
+    error_kind: str | None = None,
 ) -> bool:
     """Store the result once; False when it was already stored."""
     return (
@@ -413,6 +415,8 @@ def record_tool_result(
                 result=storable_text(result),
                 is_error=is_error,
                 truncated=truncated,
+                severity=severity,
+                error_kind=error_kind,
                 latency_ms=latency_ms,
                 finished_at=now(),
             )

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from ..dispatch import publish
+from ..dispatch import publish, publish_execution
 from ..turns.reconcile import reconcile as sweep
 
 
 @shared_task(name="cortex.maintenance.reconcile", ignore_result=True)
 def reconcile() -> None:
-    publish(sweep().publish)
+    done = sweep()
+    publish(done.publish)
+    for proposal_id in done.executions:
+        publish_execution(proposal_id)

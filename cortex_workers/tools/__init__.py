@@ -1,6 +1,17 @@
-"""Tools the model can call: definitions, the registry and a safe runner."""
+"""Tools the model can call: definitions, the registry, the router, plugins."""
 
 from cortex_workers.tools.registry import Tool, ToolRegistry, default_registry, tool
-from cortex_workers.tools.runner import ToolOutcome, run_tool
+from cortex_workers.tools.results import ProposalRequest, ToolContext
+from cortex_workers.tools.router import Limits, ToolOutcome, run_call
 
-__all__ = ["Tool", "ToolOutcome", "ToolRegistry", "default_registry", "run_tool", "tool"]
+__all__ = [
+    "Limits",
+    "ProposalRequest",
+    "Tool",
+    "ToolContext",
+    "ToolOutcome",
+    "ToolRegistry",
+    "default_registry",
+    "run_call",
+    "tool",
+]

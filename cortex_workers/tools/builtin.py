@@ -1,4 +1,4 @@
-"""The built-in tools: `current_time` and `calculate`."""
+"""The built-in tools: `current_time`, `calculate` and `propose_action`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from cortex_workers.tools.calculator import evaluate
 from cortex_workers.tools.registry import Tool, ToolRegistry
+from cortex_workers.tools.results import ProposalRequest, ToolInputError
 
 CURRENT_TIME_PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -28,8 +29,59 @@ def current_time() -> str:
 
 
 def calculate(expression: str) -> dict[str, int | float]:
-    """Evaluate an arithmetic expression; ValueError says what is wrong with it."""
-    return {"result": evaluate(expression)}
+    """Evaluate an arithmetic expression; a bad one is an input error the model can fix."""
+    try:
+        return {"result": evaluate(expression)}
+    except ValueError as exc:
+        raise ToolInputError(str(exc)) from None
+
+
+PROPOSE_ACTION_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "action": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200,
+            "description": "Short verb form, e.g. 'restart', 'reload-tls', 'rollback-deploy'",
+        },
+        "product": {"type": "string", "minLength": 1, "maxLength": 200},
+        "params": {"type": "object", "description": "Action-specific parameters"},
+        "rationale": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 4000,
+            "description": "Why this action is appropriate",
+        },
+        "blast_radius": {
+            "type": "string",
+            "maxLength": 200,
+            "description": "Estimated scope, e.g. 'one host', 'one service'",
+        },
+        "reversible": {"type": "boolean", "description": "Can the action be undone?"},
+    },
+    "required": ["action", "product", "rationale"],
+    "additionalProperties": False,
+}
+
+
+def propose_action(
+    action: str,
+    product: str,
+    rationale: str,
+    params: dict[str, Any] | None = None,
+    blast_radius: str | None = None,
+    reversible: bool | None = None,
+) -> ProposalRequest:
+    """Nothing is executed: the proposal waits for an operator's confirm or reject."""
+    return ProposalRequest(
+        action=action,
+        product=product,
+        rationale=rationale,
+        params=params or {},
+        blast_radius=blast_radius,
+        reversible=reversible,
+    )
 
 
 def register_builtins(registry: ToolRegistry) -> None:
@@ -56,5 +108,19 @@ def register_builtins(registry: ToolRegistry) -> None:
             ),
             parameters=CALCULATE_PARAMETERS,
             fn=calculate,
+        )
+    )
+    registry.register(
+        Tool(
+            name="propose_action",
+            description=(
+                "Propose a remediation action for the operator to review. The operator must "
+                "confirm it before anything is executed. This tool NEVER takes action by itself."
+            ),
+            parameters=PROPOSE_ACTION_PARAMETERS,
+            fn=propose_action,
+            read_only=False,
+            timeout_s=5.0,
+            max_timeout_s=30.0,
         )
     )

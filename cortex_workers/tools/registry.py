@@ -35,10 +35,36 @@ class Tool:
     fn: Callable[..., Any]
     timeout_s: float | None = None
     read_only: bool = True
+    max_timeout_s: float | None = None
+    """Hard ceiling: past it the call is abandoned with a `tool_timeout` error (None: 5 min)."""
+    output_cap: int | None = None
+    """Bytes of serialized result (None: the configured cap, 64 KiB)."""
+    paginated: bool = False
+    """Returns `Page`s; the router adds a `cursor` argument and signs `next_cursor`."""
+    allowed_sessions: tuple[str, ...] | None = None
+    """Glob patterns over session names that may call it (None: every session)."""
+    takes_context: bool = False
+    """`fn(ctx, **arguments)` with a `ToolContext` instead of `fn(**arguments)`."""
+    source: str = "builtin"
+    """Where it came from: builtin, module, entry_point or plugin (shown by GET /v1/tools)."""
 
     def spec(self) -> ToolSpec:
-        """The tool as offered to the model."""
-        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+        """The tool as offered to the model (a paginated tool also takes `cursor`)."""
+        return ToolSpec(
+            name=self.name, description=self.description, parameters=self.offered_parameters()
+        )
+
+    def offered_parameters(self) -> dict[str, Any]:
+        if not self.paginated:
+            return self.parameters
+        props = dict(self.parameters.get("properties", {}))
+        props["cursor"] = {
+            "type": "string",
+            "description": (
+                "Opaque next_cursor returned by the previous call; omit it for the first page."
+            ),
+        }
+        return {**self.parameters, "properties": props}
 
 
 def _check_tool(tool: Tool) -> None:
@@ -73,6 +99,10 @@ class ToolRegistry:
                 raise ValueError(f"tool {tool.name!r} is already registered")
             self._tools[tool.name] = tool
 
+    def all(self) -> list[Tool]:
+        """Every registered tool, by name."""
+        return [self._tools[n] for n in sorted(self._tools)]
+
     def get(self, name: str) -> Tool | None:
         """The tool called `name`, or None."""
         return self._tools.get(name)
@@ -106,26 +136,19 @@ def tool(
     *,
     description: str,
     parameters: dict[str, Any],
-    timeout_s: float | None = None,
-    read_only: bool = True,
     registry: ToolRegistry | None = None,
+    **options: Any,
 ) -> Callable[[F], F]:
     """Decorator: register the function as tool `name` and return it unchanged.
 
-    Registers into `registry`, or into `default_registry()` when None.
+    Registers into `registry`, or into `default_registry()` when None; `options` are the other
+    `Tool` fields (timeout_s, max_timeout_s, paginated, takes_context, read_only, ...).
     """
 
     def decorate(fn: F) -> F:
         target = registry if registry is not None else default_registry()
         target.register(
-            Tool(
-                name=name,
-                description=description,
-                parameters=parameters,
-                fn=fn,
-                timeout_s=timeout_s,
-                read_only=read_only,
-            )
+            Tool(name=name, description=description, parameters=parameters, fn=fn, **options)
         )
         return fn
 

@@ -25,8 +25,9 @@ from ..store import repo
 from ..store import steps as step_store
 from ..store.db import transaction
 from ..store.steps import Claim
-from ..streaming import StepStream, cancel_key, emit_tool_result, tool_results_emitted
+from ..streaming import StepStream, cancel_key, emit_batch_event, tool_results_emitted
 from .context import ModelContext, load_model_context
+from .events import tool_result_of
 from .lifecycle import Ended, announce, end_turn, fail_turn
 from .routing import pick_route, provider_for, record_output_tokens, take_rate_limit
 from .steps import NextStep, step_ref
@@ -198,26 +199,13 @@ def _repair_tool_results(rt: Runtime, ctx: ModelContext, claim: Claim) -> None:
         calls = repo.tool_calls_of_step(db, claim.parent_step_id)
     for call in calls:
         if call.call_id not in seen and call.status == "done":
-            emit_tool_result(
+            emit_batch_event(
                 rt.redis,
                 ctx.turn_id,
                 model_step_no=ctx.parent_step_no,
-                data=tool_result_event(
-                    call.call_id, call.name, call.is_error, call.result or "", call.truncated
-                ),
+                event="tool_result",
+                data=tool_result_of(call),
             )
-
-
-def tool_result_event(
-    call_id: str, name: str, is_error: bool, content: str, truncated: bool
-) -> dict[str, Any]:
-    return {
-        "id": call_id,
-        "name": name,
-        "is_error": is_error,
-        "content": content,
-        "truncated": truncated,
-    }
 
 
 def _commit(

@@ -12,10 +12,12 @@ import uuid
 from dataclasses import dataclass, field
 
 from ..runtime import Runtime, get_runtime
+from ..store import proposals as proposal_store
 from ..store import repo
 from ..store import steps as step_store
 from ..store.db import transaction
 from .lifecycle import Ended, announce, fail_turn, promote_next
+from .proposals import expire_due as expire_proposals
 from .steps import NextStep
 
 log = logging.getLogger(__name__)
@@ -28,6 +30,9 @@ class Sweep:
     republished: list[NextStep] = field(default_factory=list)
     failed: list[Ended] = field(default_factory=list)
     promoted: list[NextStep] = field(default_factory=list)
+    expired_proposals: int = 0
+    executions: list[uuid.UUID] = field(default_factory=list)
+    """Confirmed proposals whose hand-over to the executor was lost."""
 
     @property
     def publish(self) -> list[NextStep]:
@@ -46,6 +51,11 @@ def reconcile() -> Sweep:
             message="the turn ran past its deadline and was stopped",
         )
         _record(rt, sweep, ended, publish)
+    sweep.expired_proposals = expire_proposals(rt)
+    with transaction(rt.db) as db:
+        sweep.executions = list(
+            proposal_store.stuck_confirmed(db, older_than_s=rt.settings.republish_after_s)
+        )
     for session_id in _idle_with_queue(rt):
         with transaction(rt.db) as db:
             if repo.get_session(db, session_id, lock=True) is not None:

@@ -1,108 +1,236 @@
-"""A tool step: one tool call, run on the `tools` queue; the last of a batch starts the next
-model step (decided under the session's row lock, so it happens exactly once)."""
+"""A tool step: one tool call, run on the `tools` queue through the router; the last call of a
+batch starts the next model step (decided under the session's row lock, so exactly once).
+
+`propose_action` is the only tool with an effect, and its effect is only a proposal row,
+written in the same transaction as the call's result (a redelivered step adds nothing).
+"""
 
 from __future__ import annotations
 
+import json
 import uuid
+from dataclasses import dataclass, replace
+from typing import Any
 
-from ..runtime import get_runtime
-from ..store import repo
+from ..runtime import Runtime, get_runtime
+from ..store import proposals, repo
 from ..store import steps as step_store
 from ..store.db import transaction
-from ..streaming import emit_tool_result
-from ..tools import run_tool
+from ..store.steps import Claim
+from ..streaming import emit_batch_event
+from ..tools import Limits, ToolContext, ToolOutcome, run_call
+from .events import proposal_data, tool_result_data
 from .lifecycle import create_model_step
-from .model_step import tool_result_event
 from .steps import NextStep
 
 LEASE_MARGIN_S = 30.0
 
 
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """What the step read about its call before running it."""
+
+    claim: Claim
+    tool_call_id: uuid.UUID
+    call_id: str
+    name: str
+    arguments: Any
+    allowed: list[str] | None
+    session_id: uuid.UUID
+    session_name: str | None
+    tenant_id: uuid.UUID
+    parent_no: int
+
+
+def limits(rt: Runtime) -> Limits:
+    s = rt.settings
+    return Limits(
+        default_timeout_s=s.tool_timeout_s,
+        max_timeout_s=s.tool_max_timeout_s,
+        progress_after_s=s.tool_progress_after_s,
+        output_cap=s.tool_output_cap,
+    )
+
+
 def run_tool_step(step_id: uuid.UUID) -> list[NextStep]:
     """Run one delivery of a tool step; returns the next model step once the batch is complete."""
     rt = get_runtime()
-    timeout = rt.settings.tool_timeout_s
+    call = _claim(rt, step_id)
+    if call is None:
+        return []
+
+    def progress(elapsed: float) -> None:
+        emit_batch_event(
+            rt.redis,
+            call.claim.turn_id,
+            model_step_no=call.parent_no,
+            event="tool_progress",
+            data={
+                "id": call.call_id,
+                "name": call.name,
+                "elapsed_s": round(elapsed, 1),
+                "message": "this tool call is taking longer than usual",
+            },
+        )
+
+    outcome = run_call(
+        rt.tools,
+        call.name,
+        call.arguments,
+        allowed=call.allowed,
+        limits=limits(rt),
+        cursor_key=rt.settings.cursor_key(),
+        on_progress=progress,
+        ctx=ToolContext(
+            session_id=str(call.session_id),
+            session_name=call.session_name,
+            turn_id=str(call.claim.turn_id),
+            call_id=call.call_id,
+        ),
+    )
+    done = _commit(rt, call, outcome)
+    if done is None:
+        return []
+    outcome, proposal, publish = done
+    if proposal is not None:
+        emit_batch_event(
+            rt.redis,
+            call.claim.turn_id,
+            model_step_no=call.parent_no,
+            event="proposal",
+            data=proposal,
+        )
+    emit_batch_event(
+        rt.redis,
+        call.claim.turn_id,
+        model_step_no=call.parent_no,
+        event="tool_result",
+        data=tool_result_data(
+            call.call_id,
+            call.name,
+            is_error=outcome.is_error,
+            content=outcome.content,
+            truncated=outcome.truncated,
+            severity=outcome.severity,
+            error=outcome.error,
+        ),
+    )
+    return publish
+
+
+def _claim(rt: Runtime, step_id: uuid.UUID) -> _Call | None:
+    lease = rt.settings.tool_max_timeout_s + LEASE_MARGIN_S
     with transaction(rt.db) as db:
-        claim = step_store.claim_step(db, step_id, lease_s=timeout + LEASE_MARGIN_S)
+        claim = step_store.claim_step(db, step_id, lease_s=lease)
         if claim is None or claim.tool_call_id is None or claim.parent_step_id is None:
-            return []
-        call = repo.get_tool_call(db, claim.tool_call_id)
+            return None
+        row = repo.get_tool_call(db, claim.tool_call_id)
         turn = repo.get_turn(db, claim.turn_id)
-        assert call is not None and turn is not None
+        assert row is not None and turn is not None
         session = repo.get_session(db, turn.session_id)
         parent = step_store.get_step(db, claim.parent_step_id)
         assert session is not None and parent is not None
-        allowed, name, arguments = session.tools, call.name, call.arguments
-        call_id, session_id, tenant_id, parent_no = (
-            call.call_id,
+        return _Call(
+            claim,
+            claim.tool_call_id,
+            row.call_id,
+            row.name,
+            row.arguments,
+            session.tools,
             session.id,
+            session.name,
             session.tenant_id,
             parent.step_no,
         )
-    outcome = run_tool(
-        rt.tools,
-        name,
-        arguments,
-        allowed=allowed,
-        timeout_s=timeout,
-        output_cap=rt.settings.tool_output_cap,
-    )
+
+
+def _commit(
+    rt: Runtime, call: _Call, outcome: ToolOutcome
+) -> tuple[ToolOutcome, dict[str, Any] | None, list[NextStep]] | None:
+    claim = call.claim
+    proposal: dict[str, Any] | None = None
     publish: list[NextStep] = []
     with transaction(rt.db) as db:
-        repo.get_session(db, session_id, lock=True)
-        if not step_store.finish_step(db, step_id, claim.attempt, latency_ms=outcome.latency_ms):
-            return []
+        repo.get_session(db, call.session_id, lock=True)
+        if not step_store.finish_step(
+            db, claim.step_id, claim.attempt, latency_ms=outcome.latency_ms
+        ):
+            return None
+        if outcome.effect is not None:
+            effect = outcome.effect
+            pid = proposals.create(
+                db,
+                tool_call_id=call.tool_call_id,
+                ttl_s=rt.settings.proposal_ttl_s,
+                tenant_id=call.tenant_id,
+                session_id=call.session_id,
+                turn_id=claim.turn_id,
+                action=effect.action,
+                product=effect.product,
+                params=effect.params,
+                rationale=effect.rationale,
+                blast_radius=effect.blast_radius,
+                reversible=effect.reversible,
+            )
+            row = proposals.get(db, pid, tenant_id=call.tenant_id)
+            assert row is not None
+            proposal = proposal_data(row)
+            outcome = replace(
+                outcome,
+                content=json.dumps(
+                    {"proposal_id": str(pid), "posted_to_chat": True, "awaits_confirmation": True}
+                ),
+            )
         repo.record_tool_result(
             db,
-            claim.tool_call_id,
+            call.tool_call_id,
             result=outcome.content,
             is_error=outcome.is_error,
             truncated=outcome.truncated,
             latency_ms=outcome.latency_ms,
+            severity=outcome.severity,
+            error_kind=outcome.error,
         )
         repo.insert_message(
             db,
-            session_id=session_id,
+            session_id=call.session_id,
             role="tool",
             content=outcome.content,
-            tool_call_id=call_id,
-            name=name,
+            tool_call_id=call.call_id,
+            name=call.name,
             is_error=outcome.is_error,
             turn_id=claim.turn_id,
-            step_id=step_id,
+            step_id=claim.step_id,
         )
         step_store.record_decision(
             db,
-            tenant_id=tenant_id,
-            session_id=session_id,
+            tenant_id=call.tenant_id,
+            session_id=call.session_id,
             turn_id=claim.turn_id,
-            step_id=step_id,
+            step_id=claim.step_id,
             kind="tool",
-            name=name,
+            name=call.name,
             attempt=claim.attempt,
-            input={"arguments": arguments},
+            input={"arguments": call.arguments},
             is_error=outcome.is_error,
+            latency_ms=outcome.latency_ms,
             output={
                 "chars": len(outcome.content),
                 "truncated": outcome.truncated,
-                **({"error": outcome.content} if outcome.is_error else {}),
+                "severity": outcome.severity,
+                "error": outcome.error,
+                **({"proposal_id": proposal["id"]} if proposal else {}),
+                **({"message": outcome.content[:500]} if outcome.is_error else {}),
             },
-            latency_ms=outcome.latency_ms,
         )
-        if step_store.open_children(db, claim.parent_step_id) == 0:
+        if step_store.open_children(db, claim.parent_step_id or claim.step_id) == 0:
             turn = repo.get_turn(db, claim.turn_id)
             if turn is not None and turn.status == "running":
                 publish = create_model_step(
                     db,
                     turn_id=claim.turn_id,
-                    session_id=session_id,
+                    session_id=call.session_id,
                     step_no=step_store.last_step_no(db, claim.turn_id) + 1,
                     parent_step_id=claim.parent_step_id,
                 )
-    emit_tool_result(
-        rt.redis,
-        claim.turn_id,
-        model_step_no=parent_no,
-        data=tool_result_event(call_id, name, outcome.is_error, outcome.content, outcome.truncated),
-    )
-    return publish
+    return outcome, proposal, publish

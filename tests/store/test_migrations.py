@@ -31,6 +31,7 @@ TABLES = {
     "messages",
     "tool_calls",
     "decisions",
+    "proposals",
 }
 
 

@@ -36,8 +36,9 @@ def test_an_invalid_tool_call_becomes_an_error_result_the_model_reads(client: Ap
     events = client.turn_events(tid)
     results = [e.data for e in events if e.event == "tool_result"]
     assert [r["is_error"] for r in results] == [True, True]
-    assert "invalid arguments for calculate" in results[0]["content"]
-    assert "division by zero" in results[1]["content"]
+    assert results[0]["content"].startswith("validation: ")
+    assert "expression" in results[0]["content"] and results[0]["severity"] == "warning"
+    assert results[1]["content"] == "invalid: division by zero"
     turn = client.wait_turn(tid)
     assert turn["status"] == "done"
     assert turn["answer"] == "Sorry, I could not compute that."

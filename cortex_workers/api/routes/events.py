@@ -6,6 +6,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
@@ -13,11 +14,12 @@ from fastapi.concurrency import run_in_threadpool
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ...errors import InvalidRequest
+from ...keys import notices_key
 from ...runtime import Runtime
 from ...store import repo
 from ...store.db import transaction
 from ...store.models import Turn
-from ...streaming import parse_entry_id
+from ...streaming import decode_entry, parse_entry_id
 from ..deps import RuntimeDep, TenantDep
 from ..sse import turn_events
 from ..views import require_session, require_turn
@@ -69,17 +71,37 @@ def _owned_turn(rt: Runtime, turn_id: uuid.UUID, tenant_id: uuid.UUID) -> None:
         require_turn(db, turn_id, tenant_id)
 
 
-def _session_cursor(value: str | None) -> tuple[int, str | None] | None:
-    """`"{turn_seq}:{entry_id}"` → (turn_seq, entry_id)."""
+@dataclass
+class SessionCursor:
+    """Where a session stream is: the turn and its last event, and the last notice.
+
+    Sent as each event's id: `{turn_seq}:{turn event id}~{notice id}` (the notice part is
+    optional when resuming)."""
+
+    seq: int
+    entry: str | None
+    notice: str | None
+
+    def __str__(self) -> str:
+        return f"{self.seq}:{self.entry or '0-0'}~{self.notice or '0-0'}"
+
+
+def _session_cursor(value: str | None) -> SessionCursor | None:
     if not value:
         return None
-    seq, sep, entry = value.partition(":")
-    if not sep or not seq.isdigit() or parse_entry_id(entry) is None:
+    turn_part, _, notice = value.partition("~")
+    seq, sep, entry = turn_part.partition(":")
+    if (
+        not sep
+        or not seq.isdigit()
+        or parse_entry_id(entry) is None
+        or (notice and parse_entry_id(notice) is None)
+    ):
         raise InvalidRequest(
-            "Last-Event-ID must be an event id this stream sent, like 3:1001-0",
+            "Last-Event-ID must be an event id this stream sent, like 3:1001-0~0-0",
             code="invalid_last_event_id",
         )
-    return int(seq), entry
+    return SessionCursor(int(seq), entry, notice or None)
 
 
 def _start_seq(rt: Runtime, session_id: uuid.UUID, tenant_id: uuid.UUID) -> int:
@@ -109,25 +131,58 @@ async def session_stream(
         str | None, Query(max_length=100, description="Same as Last-Event-ID.")
     ] = None,
 ) -> EventSourceResponse:
-    """Events of every turn of the session, in order, from its active turn on (or after
-    `Last-Event-ID`, whose form is `{turn_seq}:{event id}`). Each event's data carries `turn`."""
-    cursor = _session_cursor(last_event_id or after)
+    """Events of every turn of the session, in order, from its active turn on, and the
+    session's notices (`proposal` decisions); after `Last-Event-ID` when given. Event ids are
+    `{turn_seq}:{turn event id}~{notice id}`; each event's data carries `turn` (null for a
+    notice)."""
+    given = _session_cursor(last_event_id or after)
     start = await run_in_threadpool(_start_seq, rt, session_id, tenant_id)
-    seq, entry_cursor = cursor if cursor else (start, None)
     client = request.app.state.redis
+    key = notices_key(session_id)
+    if given is None:  # from now on: notices already sent are not replayed
+        latest = await client.xrevrange(key, count=1)
+        given = SessionCursor(start, None, latest[0][0].decode() if latest else None)
+    cursor = given
 
-    async def events() -> AsyncIterator[ServerSentEvent]:
-        nonlocal seq, entry_cursor
+    async def turns(queue: asyncio.Queue[tuple[str, Any]]) -> None:
+        seq, entry = cursor.seq, cursor.entry
         while True:
             turn = await run_in_threadpool(_turn_at, rt, session_id, seq)
             if turn is None:
                 await asyncio.sleep(0.5)
                 continue
-            async for e in turn_events(rt, client, turn.id, last_id=entry_cursor):
-                data = {**json.loads(e.data), "turn": str(turn.id)}
+            async for e in turn_events(rt, client, turn.id, last_id=entry):
+                await queue.put(("turn", (seq, turn.id, e)))
+            seq, entry = seq + 1, None
+
+    async def notices(queue: asyncio.Queue[tuple[str, Any]]) -> None:
+        last = cursor.notice or "0-0"
+        while True:
+            reply = await client.xread({key: last}, block=1000, count=100)
+            for entry_id, fields in reply[0][1] if reply else []:
+                entry = decode_entry(entry_id, fields)
+                last = entry.id
+                await queue.put(("notice", entry))
+
+    async def events() -> AsyncIterator[ServerSentEvent]:
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=256)
+        tasks = [asyncio.create_task(turns(queue)), asyncio.create_task(notices(queue))]
+        try:
+            while True:
+                kind, item = await queue.get()
+                if kind == "turn":
+                    seq, turn_id, e = item
+                    cursor.seq, cursor.entry = seq, e.id
+                    data = {**json.loads(e.data), "turn": str(turn_id)}
+                else:
+                    e = item
+                    cursor.notice = e.id
+                    data = {**json.loads(e.data), "turn": None}
                 yield ServerSentEvent(
-                    data=json.dumps(data, ensure_ascii=False), event=e.event, id=f"{seq}:{e.id}"
+                    data=json.dumps(data, ensure_ascii=False), event=e.event, id=str(cursor)
                 )
-            seq, entry_cursor = seq + 1, None
+        finally:
+            for task in tasks:
+                task.cancel()
 
     return EventSourceResponse(events(), ping=int(rt.settings.sse_ping_s))

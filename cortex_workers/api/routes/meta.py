@@ -8,7 +8,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from ..deps import RuntimeDep, TenantDep
-from ..schemas import CooldownOut, ProviderOut, RateLimitOut, ToolOut
+from ..schemas import CooldownOut, ProviderOut, RateLimitOut, RejectedToolOut, ToolOut, ToolsOut
 
 router = APIRouter(tags=["meta"])
 
@@ -51,22 +51,32 @@ def providers(rt: RuntimeDep, _: TenantDep) -> list[ProviderOut]:
     return out
 
 
-@router.get("/v1/tools", response_model=list[ToolOut])
-def tools(rt: RuntimeDep, _: TenantDep) -> list[ToolOut]:
-    """Tools a session may give its model, with their JSON Schemas."""
-    out = []
-    for name in rt.tools.names():
-        tool = rt.tools.get(name)
-        assert tool is not None
-        out.append(
+@router.get("/v1/tools", response_model=ToolsOut)
+def tools(rt: RuntimeDep, _: TenantDep) -> ToolsOut:
+    """Tools a session may give its model, with their schemas, and the tool sources (plugin
+    manifests, operator modules) that were rejected, with the reason."""
+    loaded = rt.loaded_tools
+    return ToolsOut(
+        tools=[
             ToolOut(
-                name=tool.name,
-                description=tool.description,
-                parameters=tool.parameters,
-                read_only=tool.read_only,
+                name=t.name,
+                description=t.description,
+                parameters=t.offered_parameters(),
+                read_only=t.read_only,
+                source=t.source,
+                timeout_s=t.timeout_s,
+                max_timeout_s=t.max_timeout_s,
+                paginated=t.paginated,
+                allowed_sessions=list(t.allowed_sessions)
+                if t.allowed_sessions is not None
+                else None,
             )
-        )
-    return out
+            for t in loaded.registry.all()
+        ],
+        rejected=[
+            RejectedToolOut(source=r.source, name=r.name, reason=r.reason) for r in loaded.rejected
+        ],
+    )
 
 
 @router.get("/healthz")

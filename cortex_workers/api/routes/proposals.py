@@ -1,0 +1,58 @@
+"""Proposed actions: list, read, confirm, reject. Only an operator's confirm executes one."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import APIRouter
+
+from ...dispatch import publish_execution
+from ...errors import NotFound
+from ...store import proposals
+from ...store.db import transaction
+from ...turns.proposals import decide
+from ..deps import RuntimeDep, TenantDep
+from ..schemas import ProposalOut
+from ..views import proposal_out, require_session
+
+router = APIRouter(tags=["proposals"])
+DECIDED: dict[int | str, dict[str, Any]] = {
+    409: {"description": "the proposal was already decided otherwise, or expired"}
+}
+
+
+@router.get("/v1/sessions/{session_id}/proposals", response_model=list[ProposalOut])
+def list_proposals(
+    session_id: uuid.UUID, rt: RuntimeDep, tenant_id: TenantDep
+) -> list[ProposalOut]:
+    """Every action the model proposed in this session, oldest first, with its status."""
+    with transaction(rt.db) as db:
+        require_session(db, session_id, tenant_id)
+        return [proposal_out(p) for p in proposals.of_session(db, session_id)]
+
+
+@router.get("/v1/proposals/{proposal_id}", response_model=ProposalOut)
+def get_proposal(proposal_id: uuid.UUID, rt: RuntimeDep, tenant_id: TenantDep) -> ProposalOut:
+    with transaction(rt.db) as db:
+        row = proposals.get(db, proposal_id, tenant_id=tenant_id)
+        if row is None:
+            raise NotFound(f"proposal {proposal_id} not found")
+        return proposal_out(row)
+
+
+@router.post("/v1/proposals/{proposal_id}/confirm", response_model=ProposalOut, responses=DECIDED)
+def confirm(proposal_id: uuid.UUID, rt: RuntimeDep, tenant_id: TenantDep) -> ProposalOut:
+    """Confirm a pending proposal: it is handed to the configured executor, once. Confirming
+    it again answers the same proposal and does nothing more."""
+    row, execute = decide(rt, tenant_id=tenant_id, proposal_id=proposal_id, status="confirmed")
+    if execute:
+        publish_execution(row.id)
+    return proposal_out(row)
+
+
+@router.post("/v1/proposals/{proposal_id}/reject", response_model=ProposalOut, responses=DECIDED)
+def reject(proposal_id: uuid.UUID, rt: RuntimeDep, tenant_id: TenantDep) -> ProposalOut:
+    """Reject a pending proposal; nothing is executed. Rejecting it again changes nothing."""
+    row, _ = decide(rt, tenant_id=tenant_id, proposal_id=proposal_id, status="rejected")
+    return proposal_out(row)

@@ -1,0 +1,130 @@
+"""Proposals: created once per propose_action call, decided once, expired by the sweeper."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session as Db
+
+from .models import Proposal
+from .repo import now, storable_json, storable_text
+
+NAMESPACE = uuid.UUID("5b0f4f36-3d51-4c8e-9a51-1f3f4ad5e0c1")
+
+
+def proposal_id_for(tool_call_id: uuid.UUID) -> uuid.UUID:
+    """The same call always makes the same proposal (a redelivered tool step is a no-op)."""
+    return uuid.uuid5(NAMESPACE, str(tool_call_id))
+
+
+def create(db: Db, *, tool_call_id: uuid.UUID, ttl_s: float, **fields: Any) -> uuid.UUID:
+    pid = proposal_id_for(tool_call_id)
+    values = {
+        k: storable_json(v) if k == "params" else storable_text(v) if isinstance(v, str) else v
+        for k, v in fields.items()
+    }
+    db.execute(
+        insert(Proposal)
+        .values(
+            id=pid,
+            tool_call_id=tool_call_id,
+            status="pending",
+            expires_at=func.now() + timedelta(seconds=ttl_s),
+            **values,
+        )
+        .on_conflict_do_nothing()
+    )
+    return pid
+
+
+def get(db: Db, proposal_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Proposal | None:
+    return db.execute(
+        select(Proposal).where(Proposal.id == proposal_id, Proposal.tenant_id == tenant_id)
+    ).scalar_one_or_none()
+
+
+def of_session(db: Db, session_id: uuid.UUID) -> Sequence[Proposal]:
+    return (
+        db.execute(
+            select(Proposal).where(Proposal.session_id == session_id).order_by(Proposal.created_at)
+        )
+        .scalars()
+        .all()
+    )
+
+
+def decide(db: Db, proposal_id: uuid.UUID, *, status: str) -> Proposal | None:
+    """pending → `status` (confirmed or rejected) unless it expired; None if not pending."""
+    return db.execute(
+        update(Proposal)
+        .where(
+            Proposal.id == proposal_id,
+            Proposal.status == "pending",
+            Proposal.expires_at > func.now(),
+        )
+        .values(status=status, decided_at=now())
+        .returning(Proposal)
+    ).scalar_one_or_none()
+
+
+def expire_due(db: Db, *, limit: int = 200) -> Sequence[Proposal]:
+    """Pending proposals past their time: now expired."""
+    due = (
+        select(Proposal.id)
+        .where(Proposal.status == "pending", Proposal.expires_at <= func.now())
+        .limit(limit)
+    )
+    return (
+        db.execute(
+            update(Proposal)
+            .where(Proposal.id.in_(due.scalar_subquery()))
+            .values(status="expired", decided_at=now())
+            .returning(Proposal)
+        )
+        .scalars()
+        .all()
+    )
+
+
+def claim_execution(db: Db, proposal_id: uuid.UUID) -> Proposal | None:
+    """confirmed → executing, once: only one executor ever runs a proposal."""
+    return db.execute(
+        update(Proposal)
+        .where(Proposal.id == proposal_id, Proposal.status == "confirmed")
+        .values(status="executing")
+        .returning(Proposal)
+    ).scalar_one_or_none()
+
+
+def record_execution(
+    db: Db, proposal_id: uuid.UUID, *, ok: bool, outcome: dict[str, Any]
+) -> Proposal | None:
+    return db.execute(
+        update(Proposal)
+        .where(Proposal.id == proposal_id, Proposal.status == "executing")
+        .values(
+            status="executed" if ok else "execution_failed",
+            executed_at=now(),
+            outcome=storable_json(outcome),
+        )
+        .returning(Proposal)
+    ).scalar_one_or_none()
+
+
+def stuck_confirmed(db: Db, *, older_than_s: float) -> Sequence[uuid.UUID]:
+    """Confirmed proposals whose execution was never handed over (a lost publish)."""
+    return (
+        db.execute(
+            select(Proposal.id).where(
+                Proposal.status == "confirmed",
+                Proposal.decided_at < func.now() - timedelta(seconds=older_than_s),
+            )
+        )
+        .scalars()
+        .all()
+    )

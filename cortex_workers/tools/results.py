@@ -1,0 +1,63 @@
+"""What tools return and raise, besides plain JSON values.
+
+- `Page`: one page of a larger result; the router signs `next` into an opaque `next_cursor`.
+- `UpstreamError`: the system behind the tool answered with an HTTP error.
+- `ToolInputError`: the arguments are well-formed but wrong (the model can correct them).
+- `ProposalRequest`: `propose_action`'s only effect: a proposal for an operator to confirm.
+- `ToolContext`: who is calling (session, turn, call) and the decoded cursor, for tools that ask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import ToolError
+
+Severity = Literal["ok", "info", "warning", "error"]
+"""How a UI colours a tool result: none, gray, yellow, red (RFC 005 §6.4)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """The call's circumstances, passed to tools registered with `takes_context=True`."""
+
+    session_id: str
+    session_name: str | None
+    turn_id: str
+    call_id: str
+    cursor: dict[str, Any] | None = None
+    """The decoded `cursor` argument of a paginated tool (None on the first page)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page: `data` is the JSON object returned; `next` is the state of the next page."""
+
+    data: dict[str, Any]
+    next: dict[str, Any] | None = None
+
+
+class UpstreamError(Exception):
+    """The upstream system answered `status` (`reason` is shown to the model)."""
+
+    def __init__(self, status: int, reason: str = "") -> None:
+        super().__init__(f"upstream: {status} {reason}".strip())
+        self.status = status
+        self.reason = reason
+
+
+class ToolInputError(ToolError):
+    """Arguments that pass the schema but make no sense (e.g. division by zero)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProposalRequest:
+    """An action proposed for an operator to confirm; nothing is executed by the model."""
+
+    action: str
+    product: str
+    rationale: str
+    params: dict[str, Any] = field(default_factory=dict)
+    blast_radius: str | None = None
+    reversible: bool | None = None

@@ -1,0 +1,235 @@
+"""The tool router (RFC 005 §6.3): resolve, authorize, validate, run with a deadline, cap, sign.
+
+Every failure comes back as a result the model reads, classified as in RFC 005 §6.4:
+
+| failure                                 | is_error | content                      | severity |
+| --------------------------------------- | -------- | ---------------------------- | -------- |
+| schema validation (or bad cursor)       | yes      | `validation: …`              | warning  |
+| slow, but done before the hard ceiling  | no       | the result                   | warning  |
+| hard ceiling exceeded                   | yes      | `{"error": "tool_timeout", …}`| warning  |
+| upstream answered 5xx / 4xx             | yes      | `upstream: 503 …`            | error    |
+| result over the cap                     | no       | `{…, "truncated": true}`     | info     |
+| the tool raised (a bug)                 | yes      | `internal error`             | error    |
+
+Calls run in a daemon thread; Python cannot kill a thread, so a call past its deadline is
+abandoned (its result dropped). Tools should bound their own I/O.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from ..errors import ToolError
+from .capping import cap_result
+from .cursors import CursorError, open_cursor, seal_cursor
+from .http_guard import BlockedAddress, ResponseTooLarge
+from .registry import Tool, ToolRegistry
+from .results import Page, ProposalRequest, Severity, ToolContext, UpstreamError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """One call's result as the model sees it, and how an operator's UI should colour it."""
+
+    content: str
+    is_error: bool
+    truncated: bool
+    latency_ms: int
+    severity: Severity = "ok"
+    error: str | None = None
+    """validation, forbidden, timeout, upstream, input or internal; None on success."""
+    effect: ProposalRequest | None = None
+    """A proposal to record (propose_action); `content` is then filled in by the caller."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Deadlines and size caps applied to every call (a tool may set tighter ones)."""
+
+    default_timeout_s: float = 30.0
+    max_timeout_s: float = 300.0
+    progress_after_s: float = 30.0
+    output_cap: int = 64 * 1024
+
+
+class _Refusal(Exception):
+    def __init__(self, content: str, *, error: str, severity: Severity = "warning") -> None:
+        super().__init__(content)
+        self.content, self.error, self.severity = content, error, severity
+
+
+def run_call(
+    registry: ToolRegistry,
+    name: str,
+    arguments: Any,
+    *,
+    ctx: ToolContext,
+    allowed: Sequence[str] | None,
+    limits: Limits,
+    cursor_key: bytes,
+    on_progress: Callable[[float], None] | None = None,
+) -> ToolOutcome:
+    """Run one tool call; never raises for tool problems."""
+    started = time.monotonic()
+    try:
+        tool = _resolve(registry, name, allowed, ctx)
+        kwargs, ctx = _arguments(tool, arguments, ctx, cursor_key)
+        timeout = min(
+            tool.timeout_s or limits.default_timeout_s, tool.max_timeout_s or limits.max_timeout_s
+        )
+        result, slow = _call(
+            tool,
+            kwargs,
+            ctx,
+            timeout=timeout,
+            progress_after=limits.progress_after_s,
+            on_progress=on_progress,
+        )
+        outcome = _shape(tool, result, ctx, cursor_key, cap=tool.output_cap or limits.output_cap)
+        if slow and outcome.severity == "ok":
+            outcome = replace(outcome, severity="warning")
+    except _Refusal as refusal:
+        outcome = ToolOutcome(refusal.content, True, False, 0, refusal.severity, refusal.error)
+    return replace(outcome, latency_ms=round((time.monotonic() - started) * 1000))
+
+
+def _resolve(
+    registry: ToolRegistry, name: str, allowed: Sequence[str] | None, ctx: ToolContext
+) -> Tool:
+    available = [n for n in registry.names() if allowed is None or n in allowed]
+    tool = registry.get(name) if isinstance(name, str) else None
+    if tool is None or tool.name not in available:
+        listed = ", ".join(available) or "(none)"
+        raise _Refusal(
+            f"validation: unknown tool {name!r}; available tools: {listed}", error="validation"
+        )
+    if tool.allowed_sessions is not None and not any(
+        fnmatchcase(ctx.session_name or "", pattern) for pattern in tool.allowed_sessions
+    ):
+        raise _Refusal(
+            f"forbidden: {tool.name} may not be used in session {ctx.session_name!r}",
+            error="forbidden",
+        )
+    return tool
+
+
+def _arguments(
+    tool: Tool, arguments: Any, ctx: ToolContext, cursor_key: bytes
+) -> tuple[dict[str, Any], ToolContext]:
+    if not isinstance(arguments, Mapping) or not all(isinstance(k, str) for k in arguments):
+        raise _Refusal(
+            f"validation: arguments for {tool.name} must be a JSON object", error="validation"
+        )
+    kwargs = dict(arguments)
+    error = best_match(Draft202012Validator(tool.offered_parameters()).iter_errors(kwargs))
+    if error is not None:
+        raise _Refusal(f"validation: {error.message} at {error.json_path}", error="validation")
+    if tool.paginated:
+        token = kwargs.pop("cursor", None)
+        if token is not None:
+            try:
+                state = open_cursor(
+                    token, key=cursor_key, tool=tool.name, session_id=ctx.session_id
+                )
+            except CursorError as exc:
+                raise _Refusal(f"validation: {exc}", error="validation") from None
+            ctx = replace(ctx, cursor=state)
+    return kwargs, ctx
+
+
+def _call(
+    tool: Tool,
+    kwargs: dict[str, Any],
+    ctx: ToolContext,
+    *,
+    timeout: float,
+    progress_after: float,
+    on_progress: Callable[[float], None] | None,
+) -> tuple[Any, bool]:
+    """The tool's return value, and whether it ran past the interim-progress mark."""
+    box: dict[str, Any] = {}
+    finished = threading.Event()
+
+    def target() -> None:
+        try:
+            box["result"] = tool.fn(ctx, **kwargs) if tool.takes_context else tool.fn(**kwargs)
+        except BaseException as exc:  # reported below, never raised in the worker
+            box["error"] = exc
+        finally:
+            finished.set()
+
+    context = contextvars.copy_context()
+    started = time.monotonic()
+    threading.Thread(
+        target=lambda: context.run(target), name=f"tool-{tool.name}", daemon=True
+    ).start()
+    slow = False
+    if progress_after < timeout and not finished.wait(progress_after):
+        slow = True
+        if on_progress is not None:
+            on_progress(time.monotonic() - started)
+    if not finished.wait(max(0.0, timeout - (time.monotonic() - started))):
+        elapsed = _duration(time.monotonic() - started)
+        raise _Refusal(
+            json.dumps({"error": "tool_timeout", "elapsed": elapsed, "tool": tool.name}),
+            error="timeout",
+        )
+    if "error" in box:
+        raise _classify(tool, box["error"])
+    return box.get("result"), slow
+
+
+def _classify(tool: Tool, exc: BaseException) -> _Refusal:
+    if isinstance(exc, UpstreamError):
+        reason = f" {exc.reason}" if exc.reason else ""
+        return _Refusal(f"upstream: {exc.status}{reason}", error="upstream", severity="error")
+    if isinstance(exc, ToolError):
+        return _Refusal(f"invalid: {exc.message}", error="input")
+    if isinstance(exc, BlockedAddress):  # an operator's manifest points somewhere forbidden
+        return _Refusal(f"blocked: {exc}", error="blocked", severity="error")
+    if isinstance(exc, ResponseTooLarge):
+        return _Refusal("upstream: response too large", error="upstream", severity="error")
+    if isinstance(exc, ConnectionError):
+        return _Refusal("upstream: unreachable", error="upstream", severity="error")
+    if isinstance(exc, TimeoutError):
+        return _Refusal(json.dumps({"error": "tool_timeout", "tool": tool.name}), error="timeout")
+    log.error("tool %s raised %s", tool.name, type(exc).__name__, exc_info=exc)
+    return _Refusal("internal error", error="internal", severity="error")
+
+
+def _shape(
+    tool: Tool, result: Any, ctx: ToolContext, cursor_key: bytes, *, cap: int
+) -> ToolOutcome:
+    if isinstance(result, ProposalRequest):
+        return ToolOutcome("", False, False, 0, effect=result)
+    if isinstance(result, Page):
+        data = dict(result.data)
+        if result.next is not None:
+            data["next_cursor"] = seal_cursor(
+                result.next, key=cursor_key, tool=tool.name, session_id=ctx.session_id
+            )
+        result = data
+    try:
+        content, truncated = cap_result(result, cap)
+    except (TypeError, ValueError) as exc:
+        log.error("tool %s returned an unserializable result", tool.name, exc_info=exc)
+        raise _Refusal("internal error", error="internal", severity="error") from None
+    return ToolOutcome(content, False, truncated, 0, "info" if truncated else "ok")
+
+
+def _duration(seconds: float) -> str:
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes}m{rest}s" if minutes else f"{seconds:.1f}s"

@@ -1,0 +1,90 @@
+"""Proposals after they are made: confirm, reject, expire, execute; each change is an event
+on the session's notice stream."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import uuid
+from typing import Any
+
+from ..errors import ConflictError, NotFound
+from ..runtime import Runtime, get_runtime
+from ..store import proposals
+from ..store.db import transaction
+from ..store.models import Proposal
+from ..streaming import emit_session_notice
+from .events import proposal_data
+
+log = logging.getLogger(__name__)
+
+
+def _notify(rt: Runtime, rows: list[Proposal]) -> None:
+    for row in rows:
+        emit_session_notice(
+            rt.redis,
+            row.session_id,
+            event="proposal",
+            data=proposal_data(row),
+            ttl_s=rt.settings.stream_ttl_s,
+        )
+
+
+def decide(
+    rt: Runtime, *, tenant_id: uuid.UUID, proposal_id: uuid.UUID, status: str
+) -> tuple[Proposal, bool]:
+    """Confirm or reject a pending proposal; returns it and whether to start its execution.
+
+    Repeating the same decision answers the same proposal and does nothing more; a different
+    decision on a decided (or expired) proposal is a conflict.
+    """
+    with transaction(rt.db) as db:
+        current = proposals.get(db, proposal_id, tenant_id=tenant_id)
+        if current is None:
+            raise NotFound(f"proposal {proposal_id} not found")
+        changed = proposals.decide(db, proposal_id, status=status)
+        if changed is None:
+            if current.status == "pending":  # past its time, not swept yet
+                proposals.expire_due(db)
+            db.refresh(current)
+            confirmed = ("confirmed", "executing", "executed", "execution_failed")
+            if current.status == status or (status == "confirmed" and current.status in confirmed):
+                return current, False
+            raise ConflictError(
+                f"proposal {proposal_id} is {current.status}; it can no longer be {status}",
+                code="proposal_decided",
+                details={"status": current.status},
+            )
+    _notify(rt, [changed])
+    return changed, status == "confirmed"
+
+
+def expire_due(rt: Runtime) -> int:
+    with transaction(rt.db) as db:
+        expired = list(proposals.expire_due(db))
+    _notify(rt, expired)
+    return len(expired)
+
+
+def _executor(rt: Runtime) -> Any:
+    module, _, name = rt.settings.proposal_executor.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def execute(proposal_id: uuid.UUID) -> None:
+    """Hand a confirmed proposal to the executor hook, exactly once."""
+    rt = get_runtime()
+    with transaction(rt.db) as db:
+        row = proposals.claim_execution(db, proposal_id)
+        if row is None:
+            return
+        data = proposal_data(row)
+    try:
+        outcome, ok = dict(_executor(rt)(data)), True
+    except Exception as exc:  # the operator's hook failed: recorded, visible
+        log.exception("proposal executor failed for %s", proposal_id)
+        outcome, ok = {"error": f"{type(exc).__name__}: {exc}"}, False
+    with transaction(rt.db) as db:
+        done = proposals.record_execution(db, proposal_id, ok=ok, outcome=outcome)
+    if done is not None:
+        _notify(rt, [done])
