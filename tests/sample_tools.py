@@ -92,6 +92,15 @@ def register(registry: ToolRegistry) -> None:
             source="module",
         )
     )
+    registry.register(
+        Tool(
+            "echo_text",
+            "Returns `text` as it is.",
+            {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            lambda text: text,
+            source="module",
+        )
+    )
     registry.register(Tool("buggy_tool", "Always raises.", OBJECT, _buggy, source="module"))
     registry.register(
         Tool(

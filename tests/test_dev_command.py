@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -46,7 +47,9 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "dev.log"
-    proc = start_dev(dev_dir, port, log)
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    proc = start_dev(dev_dir, port, log, dev_env(CORTEX_PLUGINS_DIR=str(plugins)))
     try:
         wait_until(lambda: api_ready(base), timeout=120, interval=0.5, what="dev stack ready")
         key = (dev_dir / "api-key").read_text().strip()
@@ -82,6 +85,19 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(
             lambda: http.get(f"/v1/turns/{tid2}").json()["status"] == "done",
             timeout=60,
             what="turn after restart",
+        )
+        # a new plugin manifest is picked up on SIGHUP, without a restart
+        (plugins / "runbook.yaml").write_text(
+            "name: runbook_lookup\ndescription: Find a runbook.\n"
+            "parameters: {topic: {type: string}}\n"
+            "endpoint: {method: GET, url: 'https://runbooks.example.internal/search'}\n"
+        )
+        api_proc = next(p for p in _children(proc) if " api " in _cmd(p) + " ")
+        api_proc.send_signal(signal.SIGHUP)
+        wait_until(
+            lambda: "runbook_lookup" in {t["name"] for t in http.get("/v1/tools").json()["tools"]},
+            timeout=30,
+            what="tools reloaded",
         )
         children = _children(proc)
     finally:

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import redis.asyncio as aioredis
 from fastapi import FastAPI
 
-from ..runtime import get_runtime
+from ..runtime import Runtime, get_runtime
 from . import errors
 from .limits import BodySizeLimit
 from .routes import events, meta, proposals, sessions, turns
 from .schemas import ErrorOut
+
+log = logging.getLogger(__name__)
 
 DESCRIPTION = """LLM conversations as durable background work.
 
@@ -23,9 +28,27 @@ Errors always have the shape `{"error": {"code", "message", "details"}}`.
 """
 
 
+def _reload_tools_on_sighup(rt: Runtime) -> None:
+    """Plugin manifests and tool modules are read at startup, and again on SIGHUP."""
+
+    def reload() -> None:
+        rt.reload_tools()
+        log.info(
+            "tools reloaded: %d loaded, %d rejected",
+            len(rt.tools.names()),
+            len(rt.loaded_tools.rejected),
+        )
+
+    try:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
+        log.debug("SIGHUP reload not available in this process")
+
+
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     rt = get_runtime()
+    _reload_tools_on_sighup(rt)
     app.state.redis = aioredis.Redis.from_url(
         rt.settings.redis_url,
         socket_connect_timeout=5,

@@ -180,10 +180,15 @@ class ProviderRegistry:
         return [r for r in out if r is primary or not self.unavailable(r.provider)]
 
     def choose(self, routes: list[Route], *, attempt: int, cooling: set[str]) -> Route:
-        """The route of this attempt: `attempts_per_provider` tries each, skipping cool-downs."""
-        usable = [r for r in routes if r.provider not in cooling] or routes
-        index = (attempt - 1) // self.settings.llm_attempts_per_provider
-        return usable[min(index, len(usable) - 1)]
+        """The route of this attempt: `attempts_per_provider` tries each in order; a route whose
+        provider is cooling down hands its turn to the next one (or, at the end, the last
+        usable one before it)."""
+        index = min((attempt - 1) // self.settings.llm_attempts_per_provider, len(routes) - 1)
+        later = [r for r in routes[index:] if r.provider not in cooling]
+        earlier = [r for r in routes[:index] if r.provider not in cooling]
+        if later:
+            return later[0]
+        return earlier[-1] if earlier else routes[index]
 
     def get(self, name: str) -> Provider:
         """The provider instance; an unknown or unusable one fails the turn clearly."""

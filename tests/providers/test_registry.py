@@ -196,7 +196,14 @@ backup = "gpt-4o-mini"
         "claude-sonnet-4-5",
         "llama3.1",
     ]
-    assert reg.choose(routes, attempt=1, cooling={"openai"}).provider == "anthropic"
+    # while openai cools down, its attempts go to the next route, which is not skipped
+    assert [reg.choose(routes, attempt=a, cooling={"openai"}).provider for a in (1, 3, 5, 7)] == [
+        "anthropic",
+        "anthropic",
+        "anthropic",
+        "ollama",
+    ]
+    assert reg.choose(routes, attempt=9, cooling={"ollama"}).provider == "anthropic"
 
 
 def test_a_cycle_of_backup_models_is_refused_at_startup(
