@@ -38,20 +38,20 @@ def migrate() -> None:
 
 def create_key(tenant: str) -> str:
     from .runtime import get_runtime
-    from .store import repo
+    from .store import tenants
     from .store.db import transaction
 
     with transaction(get_runtime().db) as db:
-        return repo.create_api_key(db, repo.ensure_tenant(db, tenant).id)
+        return tenants.create_api_key(db, tenants.ensure_tenant(db, tenant).id)
 
 
 def key_is_valid(key: str) -> bool:
     from .runtime import get_runtime
-    from .store import repo
+    from .store import tenants
     from .store.db import transaction
 
     with transaction(get_runtime().db) as db:
-        return repo.tenant_for_key(db, key) is not None
+        return tenants.tenant_for_key(db, key) is not None
 
 
 def check_config() -> str | None:

@@ -12,7 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from ..runtime import Runtime, get_runtime
-from ..store import repo
+from ..store import tenants
 from ..store.db import transaction
 
 _CACHE_TTL_S = 30.0
@@ -32,7 +32,7 @@ def _unauthorized(message: str) -> HTTPException:
 
 def _lookup(rt: Runtime, key: str) -> uuid.UUID | None:
     with transaction(rt.db) as db:
-        return repo.tenant_for_key(db, key)
+        return tenants.tenant_for_key(db, key)
 
 
 async def tenant(

@@ -7,7 +7,6 @@ import random
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from ..errors import RetryableError, TerminalError
 from ..messages import (
@@ -28,9 +27,10 @@ from ..store.steps import Claim
 from ..streaming import StepStream, cancel_key, emit_batch_event, tool_results_emitted
 from .context import ModelContext, load_model_context
 from .events import tool_result_of
-from .lifecycle import Ended, announce, end_turn, fail_turn
+from .finish import commit_completion
+from .lifecycle import announce, fail_turn
 from .routing import pick_route, provider_for, record_output_tokens, take_rate_limit
-from .steps import NextStep, step_ref
+from .steps import NextStep
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
             "tool_call",
             {"id": call.id, "name": call.name, "arguments": call.arguments, "step": claim.step_no},
         )
-    return _commit(
+    return commit_completion(
         rt, claim, ctx, route, completion, latency_ms=latency_ms, depth_exceeded=depth_exceeded
     )
 
@@ -206,165 +206,6 @@ def _repair_tool_results(rt: Runtime, ctx: ModelContext, claim: Claim) -> None:
                 event="tool_result",
                 data=tool_result_of(call),
             )
-
-
-def _commit(
-    rt: Runtime,
-    claim: Claim,
-    ctx: ModelContext,
-    route: Route,
-    completion: Completion,
-    *,
-    latency_ms: int,
-    depth_exceeded: bool,
-) -> list[NextStep]:
-    price = rt.providers.price(route.provider, route.model)
-    cost = 0.0 if depth_exceeded else price.cost(completion.input_tokens, completion.output_tokens)
-    ended: Ended | None = None
-    publish: list[NextStep] = []
-    with transaction(rt.db) as db:
-        repo.get_session(db, ctx.session_id, lock=True)
-        turn = repo.get_turn(db, claim.turn_id, lock=True)
-        if turn is None or turn.status != "running":
-            return []
-        if not step_store.finish_step(
-            db,
-            claim.step_id,
-            claim.attempt,
-            provider=route.provider,
-            model=route.model,
-            fallback_from=route.fallback_from,
-            input_tokens=completion.input_tokens,
-            output_tokens=completion.output_tokens,
-            cache_read_tokens=completion.cache_read_tokens,
-            cache_write_tokens=completion.cache_write_tokens,
-            cost_usd=cost,
-            latency_ms=latency_ms,
-        ):
-            return []  # fenced: a newer attempt owns this step
-        calls = [] if depth_exceeded else completion.tool_calls
-        repo.add_turn_warnings(
-            db,
-            claim.turn_id,
-            [
-                {"code": w.code, "message": w.message, "step": claim.step_no}
-                for w in completion.warnings
-            ],
-        )
-        repo.insert_message(
-            db,
-            session_id=ctx.session_id,
-            role="assistant",
-            content=completion.text,
-            turn_id=claim.turn_id,
-            step_id=claim.step_id,
-            tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
-            or None,
-        )
-        if not depth_exceeded:
-            step_store.record_decision(
-                db,
-                tenant_id=ctx.tenant_id,
-                session_id=ctx.session_id,
-                turn_id=claim.turn_id,
-                step_id=claim.step_id,
-                kind="model",
-                name=f"{route.provider}:{route.model}",
-                attempt=claim.attempt,
-                latency_ms=latency_ms,
-                input={"messages": len(ctx.messages), "tools": [t.name for t in ctx.tools]},
-                output={
-                    "text_chars": len(completion.text),
-                    "tool_calls": len(calls),
-                    "input_tokens": completion.input_tokens,
-                    "output_tokens": completion.output_tokens,
-                },
-            )
-        repo.add_turn_usage(
-            db,
-            claim.turn_id,
-            input_tokens=completion.input_tokens,
-            output_tokens=completion.output_tokens,
-            cost=cost,
-            model_steps=0 if depth_exceeded else 1,
-        )
-        repo.add_session_usage(
-            db,
-            ctx.session_id,
-            input_tokens=completion.input_tokens,
-            output_tokens=completion.output_tokens,
-            cost=cost,
-        )
-        if calls:
-            publish = _create_tool_steps(db, claim, calls)
-        elif depth_exceeded:
-            ended, publish = end_turn(
-                rt,
-                db,
-                session_id=ctx.session_id,
-                turn_id=claim.turn_id,
-                status="failed",
-                error={
-                    "code": "depth_exceeded",
-                    "message": f"stopped after {rt.settings.max_depth} model steps",
-                },
-                answer=completion.text,
-            )
-        else:
-            ended, publish = end_turn(
-                rt,
-                db,
-                session_id=ctx.session_id,
-                turn_id=claim.turn_id,
-                status="done",
-                answer=completion.text,
-            )
-            publish += _maybe_summarize(rt, db, ctx, claim)
-    announce(rt, ended)
-    return publish
-
-
-def _create_tool_steps(db: Any, claim: Claim, calls: list[Any]) -> list[NextStep]:
-    publish: list[NextStep] = []
-    for i, call in enumerate(calls):
-        tool_call_id = repo.insert_tool_call(
-            db,
-            turn_id=claim.turn_id,
-            step_id=claim.step_id,
-            call_id=call.id,
-            name=call.name,
-            arguments=call.arguments,
-        )
-        publish += step_ref(
-            step_store.insert_step(
-                db,
-                turn_id=claim.turn_id,
-                step_no=claim.step_no + 1 + i,
-                kind="tool",
-                parent_step_id=claim.step_id,
-                tool_call_id=tool_call_id,
-            ),
-            "tool",
-        )
-    return publish
-
-
-def _maybe_summarize(rt: Runtime, db: Any, ctx: ModelContext, claim: Claim) -> list[NextStep]:
-    session = repo.get_session(db, ctx.session_id)
-    assert session is not None
-    if session.last_message_seq - session.summary_upto_seq <= rt.settings.history_window:
-        return []
-    step_no = step_store.last_step_no(db, claim.turn_id) + 1
-    return step_ref(
-        step_store.insert_step(
-            db,
-            turn_id=claim.turn_id,
-            step_no=step_no,
-            kind="summarize",
-            parent_step_id=claim.step_id,
-        ),
-        "summarize",
-    )
 
 
 def backoff(attempt: int, *, base: float, cap: float, retry_after: float | None) -> float:

@@ -13,10 +13,10 @@ from cortex_workers.store.models import Step, Turn
 
 
 def _tenant_of(client: Api) -> uuid.UUID:
-    from cortex_workers.store import repo
+    from cortex_workers.store import tenants
 
     with transaction(get_runtime().db) as db:
-        tenant = repo.tenant_for_key(db, client.key or "")
+        tenant = tenants.tenant_for_key(db, client.key or "")
     assert tenant is not None
     return tenant
 
