@@ -61,7 +61,7 @@ def celery_settings(settings: Settings) -> dict[str, Any]:
         "worker_cancel_long_running_tasks_on_connection_loss": False,
         "broker_pool_limit": 20,
         # RedBeat keeps the schedule in Redis under a lock, so a second beat is harmless.
-        "beat_scheduler": "redbeat.RedBeatScheduler",
+        "beat_scheduler": "config.scheduler.ResilientRedBeatScheduler",
         "redbeat_redis_url": settings.redis_url,
         "redbeat_key_prefix": "cortex:redbeat",
         "redbeat_lock_timeout": max(30, int(settings.reconcile_every_s * 6)),

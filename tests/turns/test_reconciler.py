@@ -72,3 +72,16 @@ def test_a_step_lost_too_many_times_fails_its_turn_and_fences_the_old_worker(cli
     # and the session moves on
     nxt = client.submit(sid, "again")
     assert client.wait_turn(nxt)["answer"] == "next turn"
+
+
+def test_the_reconciler_keeps_running_after_redis_loses_all_its_data(client: Api) -> None:
+    from cortex_workers.turns.submit import submit_turn
+
+    sid = client.scripted_session({"text": "still here"})
+    rt = get_runtime()
+    rt.redis.flushdb()  # a Redis restarted without persistence: schedule and lock are gone
+    accepted = submit_turn(
+        rt, tenant_id=_tenant_of(client), session_id=uuid.UUID(sid), content="hello"
+    )  # committed, never published: only beat can save it
+    turn = client.wait_turn(str(accepted.turn.id), timeout=60)
+    assert turn["status"] == "done" and turn["answer"] == "still here"
