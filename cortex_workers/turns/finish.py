@@ -17,6 +17,23 @@ from .lifecycle import Ended, announce, end_turn
 from .steps import NextStep, step_ref
 
 
+def record_model_call(
+    db: Any, claim: Claim, ctx: ModelContext, route: Route, **fields: Any
+) -> None:
+    """One audit row per provider call (every attempt counts: a retry costs tokens too)."""
+    step_store.record_decision(
+        db,
+        tenant_id=ctx.tenant_id,
+        session_id=ctx.session_id,
+        turn_id=claim.turn_id,
+        step_id=claim.step_id,
+        kind="model",
+        name=f"{route.provider}:{route.model}",
+        attempt=claim.attempt,
+        **fields,
+    )
+
+
 def commit_completion(
     rt: Runtime,
     claim: Claim,
@@ -71,15 +88,11 @@ def commit_completion(
             or None,
         )
         if not depth_exceeded:
-            step_store.record_decision(
+            record_model_call(
                 db,
-                tenant_id=ctx.tenant_id,
-                session_id=ctx.session_id,
-                turn_id=claim.turn_id,
-                step_id=claim.step_id,
-                kind="model",
-                name=f"{route.provider}:{route.model}",
-                attempt=claim.attempt,
+                claim,
+                ctx,
+                route,
                 latency_ms=latency_ms,
                 input={"messages": len(ctx.messages), "tools": [t.name for t in ctx.tools]},
                 output={

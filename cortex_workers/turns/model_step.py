@@ -27,7 +27,7 @@ from ..store.steps import Claim
 from ..streaming import StepStream, cancel_key, emit_batch_event, tool_results_emitted
 from .context import ModelContext, load_model_context
 from .events import tool_result_of
-from .finish import commit_completion
+from .finish import commit_completion, record_model_call
 from .lifecycle import announce, fail_turn
 from .routing import pick_route, provider_for, record_output_tokens, take_rate_limit
 from .steps import NextStep
@@ -252,15 +252,11 @@ def _audit_failure(
     rt: Runtime, claim: Claim, ctx: ModelContext, route: Route, exc: Exception
 ) -> None:
     with transaction(rt.db) as db:
-        step_store.record_decision(
+        record_model_call(
             db,
-            tenant_id=ctx.tenant_id,
-            session_id=ctx.session_id,
-            turn_id=claim.turn_id,
-            step_id=claim.step_id,
-            kind="model",
-            name=f"{route.provider}:{route.model}",
-            attempt=claim.attempt,
+            claim,
+            ctx,
+            route,
             is_error=True,
             output={"error": str(exc), "code": getattr(exc, "code", "error")},
         )
