@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from .providers.limits import Health, RateLimiter
 from .providers.registry import ProviderRegistry
-from .settings import DEFAULT_CONFIG, Settings, get_settings
+from .settings import DEFAULT_CONFIG, Settings, config_path, get_settings
 from .store.db import make_engine, make_sessionmaker
 from .tools import ToolRegistry
 from .tools.loading import LoadedTools, load_tools
@@ -71,9 +71,11 @@ class Runtime:
     @cached_property
     def loaded_tools(self) -> LoadedTools:
         plugins = self.settings.plugins_dir
+        config = config_path()  # by default, plugins sit next to the config file in force
+        default = config.parent / "plugins" if config is not None else DEFAULT_PLUGINS_DIR
         return load_tools(
             modules=self.settings.tool_modules,
-            plugins_dir=Path(plugins) if plugins else DEFAULT_PLUGINS_DIR,
+            plugins_dir=Path(plugins) if plugins else default,
         )
 
     @property

@@ -253,6 +253,9 @@ class Settings(BaseSettings):
     plugins_dir: OptionalText = None
     """Plugin tool manifests (*.yaml); default: config/plugins next to the package."""
     proposal_ttl_s: float = Field(default=600.0, gt=0, description="Unanswered proposals expire.")
+    proposal_execution_timeout_s: float = Field(
+        default=300.0, gt=0, description="An execution not reported by then is marked failed."
+    )
     proposal_executor: str = Field(
         default="cortex_workers.executors:record_only",
         description="module:function run on a confirmed proposal.",
@@ -269,6 +272,12 @@ class Settings(BaseSettings):
 
     # API.
     request_max_bytes: int = Field(default=1024 * 1024, gt=0)
+    tenant_turns_per_minute: int | None = Field(default=600, ge=0)
+    """Turns one tenant may submit in any 60 s, across every API replica; 0 (or None) turns the
+    limit off. Replays of an Idempotency-Key the tenant already used are not counted."""
+    tenant_sessions_per_minute: int | None = Field(default=600, ge=0)
+    """Sessions one tenant may create in any 60 s, across every API replica; 0 (or None) turns
+    the limit off."""
     api_host: str = "127.0.0.1"
     api_port: int = 8000
 

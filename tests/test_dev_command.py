@@ -99,6 +99,13 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(
             timeout=30,
             what="tools reloaded",
         )
+        # workers reload in place on SIGHUP too (no re-exec, same process)
+        tools_worker = next(p for p in _children(proc) if "--queues tools" in _cmd(p))
+        tools_worker.send_signal(signal.SIGHUP)
+        wait_until(
+            lambda: "tools reloaded on SIGHUP" in log.read_text(), timeout=30, what="worker reload"
+        )
+        assert tools_worker.is_running() and "--queues tools" in _cmd(tools_worker)
         children = _children(proc)
     finally:
         stop_dev(proc)

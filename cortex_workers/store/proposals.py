@@ -96,7 +96,7 @@ def claim_execution(db: Db, proposal_id: uuid.UUID) -> Proposal | None:
     return db.execute(
         update(Proposal)
         .where(Proposal.id == proposal_id, Proposal.status == "confirmed")
-        .values(status="executing")
+        .values(status="executing", execution_started_at=now())
         .returning(Proposal)
     ).scalar_one_or_none()
 
@@ -124,6 +124,32 @@ def stuck_confirmed(db: Db, *, older_than_s: float) -> Sequence[uuid.UUID]:
                 Proposal.status == "confirmed",
                 Proposal.decided_at < func.now() - timedelta(seconds=older_than_s),
             )
+        )
+        .scalars()
+        .all()
+    )
+
+
+def fail_lost_executions(db: Db, *, older_than_s: float) -> Sequence[Proposal]:
+    """Executions whose worker died: marked failed (never re-run: the effect may have
+    happened, so the operator decides)."""
+    lost = select(Proposal.id).where(
+        Proposal.status == "executing",
+        Proposal.execution_started_at < func.now() - timedelta(seconds=older_than_s),
+    )
+    return (
+        db.execute(
+            update(Proposal)
+            .where(Proposal.id.in_(lost.scalar_subquery()))
+            .values(
+                status="execution_failed",
+                executed_at=now(),
+                outcome={
+                    "error": "the worker running the executor stopped before reporting; the outcome "
+                    "is unknown and the action was not retried"
+                },
+            )
+            .returning(Proposal)
         )
         .scalars()
         .all()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,8 @@ def _register_with(
 
 
 def _add(loaded: LoadedTools, source: str, t: Any) -> None:
+    if t.source == "builtin" and source != "builtin":
+        t = replace(t, source=source.split(" ")[0].replace("entry", "entry_point"))
     try:
         loaded.registry.register(t)
     except ValueError as exc:

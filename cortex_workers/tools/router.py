@@ -4,7 +4,10 @@ Every failure comes back as a result the model reads, classified as in RFC 005 �
 
 | failure                                 | is_error | content                      | severity |
 | --------------------------------------- | -------- | ---------------------------- | -------- |
-| schema validation (or bad cursor)       | yes      | `validation: …`              | warning  |
+| unknown tool, schema validation, cursor | yes      | `validation: …`              | warning  |
+| tool not allowed in this session        | yes      | `forbidden: …`               | warning  |
+| arguments make no sense (ToolInputError)| yes      | `invalid: …`                 | warning  |
+| plugin target refused by the SSRF guard | yes      | `blocked: …`                 | error    |
 | slow, but done before the hard ceiling  | no       | the result                   | warning  |
 | hard ceiling exceeded                   | yes      | `{"error": "tool_timeout", …}`| warning  |
 | upstream answered 5xx / 4xx             | yes      | `upstream: 503 …`            | error    |
@@ -50,7 +53,7 @@ class ToolOutcome:
     latency_ms: int
     severity: Severity = "ok"
     error: str | None = None
-    """validation, forbidden, timeout, upstream, input or internal; None on success."""
+    """validation, forbidden, input, timeout, upstream, blocked or internal; None on success."""
     effect: ProposalRequest | None = None
     """A proposal to record (propose_action); `content` is then filled in by the caller."""
 
@@ -87,8 +90,11 @@ def run_call(
     try:
         tool = _resolve(registry, name, allowed, ctx)
         kwargs, ctx = _arguments(tool, arguments, ctx, cursor_key)
+        # The global ceiling caps every tool (a step's lease is sized from it).
         timeout = min(
-            tool.timeout_s or limits.default_timeout_s, tool.max_timeout_s or limits.max_timeout_s
+            tool.timeout_s or limits.default_timeout_s,
+            tool.max_timeout_s or limits.max_timeout_s,
+            limits.max_timeout_s,
         )
         result, slow = _call(
             tool,

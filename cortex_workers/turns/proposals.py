@@ -39,31 +39,35 @@ def decide(
     decision on a decided (or expired) proposal is a conflict.
     """
     with transaction(rt.db) as db:
-        current = proposals.get(db, proposal_id, tenant_id=tenant_id)
-        if current is None:
+        if proposals.get(db, proposal_id, tenant_id=tenant_id) is None:
             raise NotFound(f"proposal {proposal_id} not found")
         changed = proposals.decide(db, proposal_id, status=status)
-        if changed is None:
-            if current.status == "pending":  # past its time, not swept yet
-                proposals.expire_due(db)
-            db.refresh(current)
-            confirmed = ("confirmed", "executing", "executed", "execution_failed")
-            if current.status == status or (status == "confirmed" and current.status in confirmed):
-                return current, False
-            raise ConflictError(
-                f"proposal {proposal_id} is {current.status}; it can no longer be {status}",
-                code="proposal_decided",
-                details={"status": current.status},
-            )
-    _notify(rt, [changed])
-    return changed, status == "confirmed"
+    if changed is not None:
+        _notify(rt, [changed])
+        return changed, status == "confirmed"
+    expire_due(rt)  # it may be past its time and not swept yet: record that first
+    with transaction(rt.db) as db:
+        current = proposals.get(db, proposal_id, tenant_id=tenant_id)
+    assert current is not None
+    confirmed = ("confirmed", "executing", "executed", "execution_failed")
+    if current.status == status or (status == "confirmed" and current.status in confirmed):
+        return current, False
+    raise ConflictError(
+        f"proposal {proposal_id} is {current.status}; it can no longer be {status}",
+        code="proposal_decided",
+        details={"status": current.status},
+    )
 
 
 def expire_due(rt: Runtime) -> int:
+    """Expire unanswered proposals, and fail executions whose worker died."""
     with transaction(rt.db) as db:
-        expired = list(proposals.expire_due(db))
-    _notify(rt, expired)
-    return len(expired)
+        changed = list(proposals.expire_due(db))
+        changed += proposals.fail_lost_executions(
+            db, older_than_s=rt.settings.proposal_execution_timeout_s
+        )
+    _notify(rt, changed)
+    return len(changed)
 
 
 def _executor(rt: Runtime) -> Any:

@@ -124,3 +124,28 @@ def test_proposal_decisions_reach_the_session_stream(client: Api) -> None:
     )
     assert notices[0].event == "proposal" and notices[0].data["id"] == pid
     assert notices[0].data["status"] == "rejected" and notices[0].data["turn"] is None
+
+
+def test_an_execution_whose_worker_died_is_marked_failed_not_rerun(client: Api) -> None:
+    from datetime import timedelta
+
+    _, pid, _ = _propose(client)
+    with transaction(get_runtime().db) as db:  # confirmed, taken by a worker that then died
+        db.execute(
+            update(Proposal)
+            .where(Proposal.id == uuid.UUID(pid))
+            .values(
+                status="executing",
+                decided_at=Proposal.created_at,
+                execution_started_at=Proposal.created_at - timedelta(hours=1),
+            )
+        )
+    failed = wait_until(
+        lambda: (
+            (p := client.http.get(f"/v1/proposals/{pid}").json())["status"] == "execution_failed"
+            and p
+        ),
+        timeout=30,
+        what="sweep",
+    )
+    assert "outcome is unknown" in failed["outcome"]["error"]

@@ -136,3 +136,21 @@ def test_propose_action_returns_a_proposal_and_executes_nothing(registry: ToolRe
     assert not outcome.is_error
     missing = call(registry, "propose_action", action="restart", product="api")
     assert missing.is_error and missing.error == "validation" and "rationale" in missing.content
+
+
+def test_no_tool_runs_past_the_global_ceiling_whatever_it_asks(registry: ToolRegistry) -> None:
+    hold = threading.Event()
+    registry.register(
+        Tool("greedy", "waits", OBJECT, lambda: hold.wait(5), timeout_s=600, max_timeout_s=600)
+    )
+    outcome = run_call(
+        registry,
+        "greedy",
+        {},
+        allowed=None,
+        cursor_key=KEY,
+        limits=Limits(max_timeout_s=0.3, progress_after_s=10),
+        ctx=ToolContext("s", None, "t", "c"),
+    )
+    hold.set()
+    assert outcome.error == "timeout"
