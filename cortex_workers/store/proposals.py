@@ -145,8 +145,8 @@ def fail_lost_executions(db: Db, *, older_than_s: float) -> Sequence[Proposal]:
                 status="execution_failed",
                 executed_at=now(),
                 outcome={
-                    "error": "the worker running the executor stopped before reporting; the outcome "
-                    "is unknown and the action was not retried"
+                    "error": "the worker running the executor stopped before reporting; "
+                    "the outcome is unknown and the action was not retried"
                 },
             )
             .returning(Proposal)
