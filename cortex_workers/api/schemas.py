@@ -158,6 +158,8 @@ class ToolCallOut(BaseModel):
     status: str
     is_error: bool
     truncated: bool
+    severity: str
+    error: str | None
     result: str | None
     latency_ms: int | None
 

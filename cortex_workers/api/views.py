@@ -97,6 +97,8 @@ def turn_out(db: Db, turn: Turn) -> TurnOut:
             status=c.status,
             is_error=c.is_error,
             truncated=c.truncated,
+            severity=c.severity,
+            error=c.error_kind,
             result=c.result,
             latency_ms=c.latency_ms,
         )
