@@ -68,7 +68,7 @@ def create_app() -> FastAPI:
         version="0.1.0",
         description=DESCRIPTION,
         lifespan=lifespan,
-        responses={code: {"model": ErrorOut} for code in (401, 404, 413, 422, 503)},
+        responses={code: {"model": ErrorOut} for code in (401, 404, 413, 422, 429, 503)},
     )
     errors.install(app)
     for router in (sessions.router, turns.router, events.router, proposals.router, meta.router):

@@ -216,6 +216,14 @@ class ProviderRegistry:
 
         return AnthropicProvider(config)
 
+    def redact(self, text: str) -> str:
+        """`text` with every configured provider secret replaced (error messages may echo a
+        key back; nothing secret is stored or streamed)."""
+        for config in self.configs.values():
+            if config.api_key and len(config.api_key) >= 6 and config.api_key in text:
+                text = text.replace(config.api_key, "[redacted]")
+        return text
+
     def native_tools(self, provider: str, model: str) -> bool:
         """Whether `model` on `provider` takes tools through the API (else through the prompt)."""
         config = self.configs[provider]

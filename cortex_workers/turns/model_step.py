@@ -121,20 +121,12 @@ def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
             completion = _stream_completion(rt, route, request, claim, stream)
     except Interrupted:
         return []
-    except RetryableError as exc:
+    except (RetryableError, TerminalError) as exc:
+        exc.message = rt.providers.redact(exc.message)
+        if isinstance(exc, TerminalError):
+            return _fail(rt, claim, ctx, route, exc)
         rt.health.record_failure(route.provider, exc.message)
         return _retry_or_fail(rt, claim, ctx, route, exc)
-    except TerminalError as exc:
-        _audit_failure(rt, claim, ctx, route, exc)
-        ended, publish = fail_turn(
-            rt,
-            turn_id=claim.turn_id,
-            code=exc.code,
-            message=exc.message,
-            failed_step_id=claim.step_id,
-        )
-        announce(rt, ended)
-        return publish
     except Exception as exc:  # a bug or an unclassified SDK error: retried, then visible
         log.exception("model step %s failed unexpectedly", step_id)
         wrapped = RetryableError(
@@ -206,6 +198,17 @@ def _repair_tool_results(rt: Runtime, ctx: ModelContext, claim: Claim) -> None:
                 event="tool_result",
                 data=tool_result_of(call),
             )
+
+
+def _fail(
+    rt: Runtime, claim: Claim, ctx: ModelContext, route: Route, exc: TerminalError
+) -> list[NextStep]:
+    _audit_failure(rt, claim, ctx, route, exc)
+    ended, publish = fail_turn(
+        rt, turn_id=claim.turn_id, code=exc.code, message=exc.message, failed_step_id=claim.step_id
+    )
+    announce(rt, ended)
+    return publish
 
 
 def backoff(attempt: int, *, base: float, cap: float, retry_after: float | None) -> float:

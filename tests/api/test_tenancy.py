@@ -12,25 +12,76 @@ from support import Api
 SECRET_PROMPT = "tenant-A system prompt 7f3c"
 SECRET_CONTENT = "tenant-A private question 91be"
 SECRET_ANSWER = "tenant-A private answer d04a"
+SECRET_NAME = "tenant-A session"
+PROPOSE = {
+    "name": "propose_action",
+    "arguments": {"action": "restart", "product": "x", "rationale": "y"},
+}
+METHODS = {"get", "post", "put", "patch", "delete"}
+PATH_PARAM = re.compile(r"\{([^}]+)\}")
+
+
+def _spec(api: Api) -> dict[str, Any]:
+    spec = api.http.get("/openapi.json")
+    assert spec.status_code == 200, spec.text
+    return dict(spec.json())
 
 
 def _routes_with_ids(api: Api) -> list[tuple[str, str]]:
-    spec = api.http.get("/openapi.json")
-    assert spec.status_code == 200, spec.text
+    """Every (method, path) of the OpenAPI document whose path takes an id."""
     out: list[tuple[str, str]] = []
-    for path, ops in spec.json()["paths"].items():
-        if "{session_id}" in path or "{turn_id}" in path:
-            out.extend(
-                (method.upper(), path)
-                for method in ops
-                if method in {"get", "post", "put", "patch", "delete"}
-            )
+    for path, ops in _spec(api)["paths"].items():
+        if PATH_PARAM.search(path):
+            out.extend((method.upper(), path) for method in ops if method in METHODS)
     return out
 
 
-def _call(api: Api, method: str, path: str) -> httpx.Response:
+def _resolve(spec: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        node: Any = spec
+        for part in schema["$ref"].removeprefix("#/").split("/"):
+            node = node[part]
+        schema = node
+    return schema
+
+
+def _minimal(spec: dict[str, Any], schema: dict[str, Any]) -> Any:
+    """The smallest value valid for `schema`: required properties only, first enum value."""
+    schema = _resolve(spec, schema)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            return _minimal(spec, schema[key][0])
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type", "object")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {name: _minimal(spec, props[name]) for name in schema.get("required", [])}
+    if kind == "string":
+        return "x" * max(1, int(schema.get("minLength", 1)))
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 1)
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        return [_minimal(spec, schema["items"]) for _ in range(int(schema.get("minItems", 0)))]
+    return None
+
+
+def _bodies(api: Api) -> dict[tuple[str, str], Any]:
+    """A valid JSON body for each route that takes one (built from its OpenAPI schema)."""
+    spec = _spec(api)
+    out: dict[tuple[str, str], Any] = {}
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            content = op.get("requestBody", {}).get("content", {})
+            if "application/json" in content:
+                out[(method.upper(), path)] = _minimal(spec, content["application/json"]["schema"])
+    return out
+
+
+def _call(api: Api, method: str, path: str, body: Any = None) -> httpx.Response:
     """One request; an SSE route must answer before its first event, so read no stream."""
-    body = {"content": "x"} if method == "POST" and path.endswith("/turns") else None
     with api.http.stream(method, path, json=body, timeout=15) as r:
         if r.status_code == 200 and r.headers.get("content-type", "").startswith(
             "text/event-stream"
@@ -40,8 +91,8 @@ def _call(api: Api, method: str, path: str) -> httpx.Response:
         return r
 
 
-def _fill(path: str, session_id: str, turn_id: str) -> str:
-    return path.replace("{session_id}", session_id).replace("{turn_id}", turn_id)
+def _fill(path: str, ids: dict[str, str]) -> str:
+    return PATH_PARAM.sub(lambda m: ids[m.group(1)], path)
 
 
 def _normalized(r: httpx.Response, *ids: str) -> str:
@@ -53,6 +104,7 @@ def _normalized(r: httpx.Response, *ids: str) -> str:
 
 def _not_found(r: httpx.Response) -> dict[str, Any]:
     assert r.status_code == 404, f"{r.request.method} {r.request.url}: {r.status_code} {r.text}"
+    assert r.headers.get("content-type", "").startswith("application/json"), r.headers
     body = r.json()
     assert set(body) == {"error"}, body
     assert body["error"]["code"] == "not_found", body
@@ -65,42 +117,61 @@ def test_another_tenants_ids_answer_404_on_every_route_and_leak_nothing(
     client: Api, other_client: Api
 ) -> None:
     sid = client.scripted_session(
-        {"text": SECRET_ANSWER}, system_prompt=SECRET_PROMPT, name="tenant-A session"
+        {"text": SECRET_ANSWER, "tool_calls": [PROPOSE]},
+        {"text": SECRET_ANSWER},
+        system_prompt=SECRET_PROMPT,
+        name=SECRET_NAME,
     )
     tid = client.submit(sid, SECRET_CONTENT)
     before = client.wait_turn(tid)
     assert before["status"] == "done" and before["answer"] == SECRET_ANSWER
+    proposals = client.http.get(f"/v1/sessions/{sid}/proposals").json()
+    assert [p["status"] for p in proposals] == ["pending"], proposals
+    pid = proposals[0]["id"]
     messages_before = client.messages(sid)
+    theirs_ids = {"session_id": sid, "turn_id": tid, "proposal_id": pid}
 
     routes = _routes_with_ids(other_client)
+    bodies = _bodies(other_client)
+    params = {p for _, path in routes for p in PATH_PARAM.findall(path)}
+    assert params <= set(theirs_ids), f"ids the walk cannot fill: {params - set(theirs_ids)}"
     walked = []
     for method, template in routes:
-        theirs = _call(other_client, method, _fill(template, sid, tid))
+        body = bodies.get((method, template))
+        theirs = _call(other_client, method, _fill(template, theirs_ids), body)
         err = _not_found(theirs)
         # A's values B did not send appear nowhere, the one B sent only where an unknown id's would.
-        sent = sid if "{session_id}" in template else tid
-        for secret in {sid, tid} - {sent} | {
+        sent = set(PATH_PARAM.findall(template))
+        for secret in {v for k, v in theirs_ids.items() if k not in sent} | {
             SECRET_PROMPT,
             SECRET_CONTENT,
             SECRET_ANSWER,
-            "tenant-A session",
+            SECRET_NAME,
         }:
             assert secret not in theirs.text, (method, template, theirs.text)
         # and the answer is the one an id that exists nowhere gets: no existence oracle
-        ghost_sid, ghost_tid = str(uuid.uuid4()), str(uuid.uuid4())
-        ghost = _call(other_client, method, _fill(template, ghost_sid, ghost_tid))
+        ghosts = {name: str(uuid.uuid4()) for name in theirs_ids}
+        ghost = _call(other_client, method, _fill(template, ghosts), body)
         _not_found(ghost)
-        assert _normalized(theirs, sid, tid) == _normalized(ghost, ghost_sid, ghost_tid)
+        assert _normalized(theirs, *theirs_ids.values()) == _normalized(ghost, *ghosts.values())
         assert set(err) == {"code", "message", "details"}
         walked.append((method, template))
 
-    assert len(walked) >= 7, walked
-    assert ("GET", "/v1/turns/{turn_id}/events") in walked
-    assert ("GET", "/v1/sessions/{session_id}/events") in walked
-    assert ("POST", "/v1/turns/{turn_id}/cancel") in walked
-    assert ("POST", "/v1/sessions/{session_id}/turns") in walked
+    # coverage: every route of the OpenAPI document that takes an id, none left out
+    assert set(walked) == set(routes) and len(walked) == len(routes), (walked, routes)
+    assert len(walked) / len(routes) == 1.0
+    assert {
+        ("GET", "/v1/turns/{turn_id}/events"),
+        ("GET", "/v1/sessions/{session_id}/events"),
+        ("POST", "/v1/turns/{turn_id}/cancel"),
+        ("POST", "/v1/sessions/{session_id}/turns"),
+        ("GET", "/v1/proposals/{proposal_id}"),
+        ("POST", "/v1/proposals/{proposal_id}/confirm"),
+        ("POST", "/v1/proposals/{proposal_id}/reject"),
+    } <= set(walked)
 
-    # A still sees its own turn, unchanged, and B's POSTs created and cancelled nothing.
+    # A still sees its own turn and proposal, unchanged; B's POSTs created, cancelled and
+    # decided nothing.
     after = client.turn(tid)
     assert after["status"] == "done"
     assert after["answer"] == before["answer"]
@@ -108,6 +179,7 @@ def test_another_tenants_ids_answer_404_on_every_route_and_leak_nothing(
     assert client.messages(sid) == messages_before
     session = client.http.get(f"/v1/sessions/{sid}").json()
     assert session["active_turn"] is None and session["queued_turns"] == 0
+    assert client.http.get(f"/v1/proposals/{pid}").json() == proposals[0]
 
 
 def test_another_tenant_cannot_cancel_a_running_turn(client: Api, other_client: Api) -> None:
@@ -137,13 +209,29 @@ def test_another_tenants_idempotency_key_is_its_own(client: Api, other_client: A
 
 def test_openapi_id_routes_are_the_ones_the_walk_expects(client: Api) -> None:
     routes = _routes_with_ids(client)
-    assert all(re.search(r"\{(session_id|turn_id)\}", p) for _, p in routes)
+    assert all(re.search(r"\{(session_id|turn_id|proposal_id)\}", p) for _, p in routes)
     assert {
         ("GET", "/v1/sessions/{session_id}"),
         ("GET", "/v1/sessions/{session_id}/messages"),
         ("POST", "/v1/sessions/{session_id}/turns"),
         ("GET", "/v1/sessions/{session_id}/events"),
+        ("GET", "/v1/sessions/{session_id}/proposals"),
         ("GET", "/v1/turns/{turn_id}"),
         ("GET", "/v1/turns/{turn_id}/events"),
         ("POST", "/v1/turns/{turn_id}/cancel"),
+        ("GET", "/v1/proposals/{proposal_id}"),
+        ("POST", "/v1/proposals/{proposal_id}/confirm"),
+        ("POST", "/v1/proposals/{proposal_id}/reject"),
     } <= set(routes)
+
+
+def test_the_walk_builds_a_valid_body_for_every_route_that_takes_one(client: Api) -> None:
+    bodies = _bodies(client)
+    assert bodies[("POST", "/v1/sessions/{session_id}/turns")] == {"content": "x"}
+    sid = client.scripted_session({"text": "ok"})
+    for (method, template), body in bodies.items():
+        if PATH_PARAM.search(template):
+            r = client.http.request(method, _fill(template, {"session_id": sid}), json=body)
+            assert r.status_code < 300, (method, template, body, r.text)
+            if template.endswith("/turns"):
+                assert client.wait_turn(r.json()["id"])["status"] == "done"

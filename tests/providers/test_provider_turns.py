@@ -201,3 +201,26 @@ def test_providers_lists_every_configured_provider_with_its_availability(client:
         {"scope": "openai:gpt-limited-test", "rpm": 2, "tpm": None}
     ]
     assert "sk-test" not in str(providers)  # no secrets
+
+
+def test_a_provider_error_echoing_the_key_is_redacted_before_it_is_stored_or_streamed(
+    client: Api, fakes: Fakes
+) -> None:
+    content = f"leaky {uuid.uuid4()}"
+    fakes.openai.enqueue(
+        content,
+        {
+            "status": 401,
+            "error": {
+                "message": "Incorrect API key provided: sk-test-openai.",
+                "type": "invalid_request_error",
+            },
+        },
+    )
+    sid = client.create_session(provider="openai", model="gpt-4o-mini")["id"]
+    tid = client.submit(sid, content)
+    events = client.turn_events(tid)
+    error = next(e.data for e in events if e.event == "error")
+    assert "[redacted]" in error["message"] and "sk-test-openai" not in error["message"]
+    turn = client.wait_turn(tid)
+    assert "sk-test-openai" not in str(turn)

@@ -14,6 +14,7 @@ from ...store import repo
 from ...store.db import transaction
 from ...turns.submit import submit_turn
 from ..deps import RuntimeDep, TenantDep
+from ..ratelimit import take_session, take_turn
 from ..schemas import MessagesPage, SessionCreate, SessionOut, TurnAccepted, TurnCreate
 from ..views import events_url, message_out, require_session, session_out
 
@@ -21,9 +22,19 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 MAX_SEQ = 2**31 - 1
 
 
-@router.post("", status_code=201, response_model=SessionOut)
-def create_session(body: SessionCreate, rt: RuntimeDep, tenant_id: TenantDep) -> SessionOut:
+@router.post(
+    "",
+    status_code=201,
+    response_model=SessionOut,
+    responses={429: {"description": "too many new sessions; see Retry-After"}},
+)
+def create_session(
+    body: SessionCreate, rt: RuntimeDep, tenant_id: TenantDep
+) -> SessionOut | JSONResponse:
     """Create a conversation."""
+    refused = take_session(rt, tenant_id)
+    if refused is not None:
+        return refused
     if body.provider is not None and body.provider not in rt.providers.names():
         raise InvalidRequest(
             f"unknown provider {body.provider!r}; see GET /v1/providers",
@@ -92,6 +103,15 @@ def list_messages(
     responses={
         409: {"description": "busy session with if_busy=reject"},
         422: {"description": "invalid body, or Idempotency-Key reused"},
+        429: {
+            "description": "the tenant's turns-per-minute limit is reached",
+            "headers": {
+                "Retry-After": {
+                    "description": "whole seconds until a submission can be accepted",
+                    "schema": {"type": "integer", "minimum": 1},
+                }
+            },
+        },
     },
 )
 def post_turn(
@@ -101,7 +121,13 @@ def post_turn(
     tenant_id: TenantDep,
     idempotency_key: Annotated[str | None, Header(min_length=1, max_length=200)] = None,
 ) -> JSONResponse:
-    """Accept one user turn; it runs in the background. Watch `events_url` for its progress."""
+    """Accept one user turn; it runs in the background. Watch `events_url` for its progress.
+
+    Each tenant may submit `tenant_turns_per_minute` turns in any minute (429 with
+    `Retry-After` beyond it); replaying an Idempotency-Key already used is not counted."""
+    refused = take_turn(rt, tenant_id, idempotency_key)
+    if refused is not None:
+        return refused
     result = submit_turn(
         rt,
         tenant_id=tenant_id,

@@ -1,0 +1,84 @@
+"""Per-tenant limits on submissions (turns and sessions), shared by every API replica.
+
+Each limit is a sliding window of one minute kept in Redis by the same Lua limiter the workers
+use for provider limits (`providers.limits.RateLimiter`), so N API replicas together never
+accept more than the limit in any 60 s. A refused request answers 429 in the error shape, with
+`details.retry_after_s` and a `Retry-After` header (whole seconds, at least 1).
+
+What counts: every authenticated, well-formed submission that reaches the route, whatever its
+outcome (a 404 or 409 after the limit was taken still used one unit), except the replay of an
+`Idempotency-Key` the tenant already used: that creates nothing, so it is never refused here
+(its turn, or its 422 for another body, is answered as usual).
+
+Redis down: the limiter's `ConnectionError`/`TimeoutError` propagates, and the app answers 503.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+
+from fastapi.responses import JSONResponse
+
+from ..providers.limits import Limit, RateLimiter
+from ..runtime import Runtime
+from ..store import repo
+from ..store.db import transaction
+from .errors import error_response
+
+WINDOW_S = 60.0
+"""The window a `*_per_minute` limit is counted over."""
+
+
+def turn_scope(tenant_id: uuid.UUID) -> str:
+    """The limiter scope of a tenant's turn submissions."""
+    return f"tenant:{tenant_id}:turns"
+
+
+def session_scope(tenant_id: uuid.UUID) -> str:
+    """The limiter scope of a tenant's session creations."""
+    return f"tenant:{tenant_id}:sessions"
+
+
+def _take(rt: Runtime, scope: str, per_minute: int | None, what: str) -> JSONResponse | None:
+    """One unit from `scope`'s window: None when granted (or unlimited), else the 429."""
+    if not per_minute:
+        return None
+    limiter = RateLimiter(rt.redis, window_s=WINDOW_S)
+    grant = limiter.acquire([Limit(scope, "rpm", per_minute, 1)])
+    if grant.granted:
+        return None
+    retry_after = max(1, math.ceil(grant.wait_s))
+    return error_response(
+        429,
+        "rate_limited",
+        f"too many {what}: this API key's tenant may submit {per_minute} per minute; "
+        f"retry in {retry_after} s",
+        {"retry_after_s": retry_after, "limit_per_minute": per_minute},
+        headers={"Retry-After": str(retry_after)},
+    )
+
+
+def _is_replay(rt: Runtime, tenant_id: uuid.UUID, idempotency_key: str) -> bool:
+    with transaction(rt.db) as db:
+        return repo.turn_by_idempotency_key(db, tenant_id, idempotency_key) is not None
+
+
+def take_turn(
+    rt: Runtime, tenant_id: uuid.UUID, idempotency_key: str | None = None
+) -> JSONResponse | None:
+    """Count one turn submission of `tenant_id`; the 429 to answer when over its limit.
+
+    A request whose `idempotency_key` the tenant already used is a replay (or a 422 for another
+    body): it creates nothing and takes nothing."""
+    per_minute = rt.settings.tenant_turns_per_minute
+    if not per_minute:
+        return None
+    if idempotency_key is not None and _is_replay(rt, tenant_id, idempotency_key):
+        return None
+    return _take(rt, turn_scope(tenant_id), per_minute, "turns")
+
+
+def take_session(rt: Runtime, tenant_id: uuid.UUID) -> JSONResponse | None:
+    """Count one session creation of `tenant_id`; the 429 to answer when over its limit."""
+    return _take(rt, session_scope(tenant_id), rt.settings.tenant_sessions_per_minute, "sessions")
