@@ -83,9 +83,9 @@ def snapshot(rt: Runtime, turn_id: uuid.UUID, *, last_id: str | None) -> list[En
     """A finished turn's events after `last_id`, rebuilt from Postgres; None while it runs.
 
     Ids keep the live stream's millisecond parts, so a client resuming with an id it got live
-    lands in the right place: inside a model step it first gets `step_restart` (drop that
-    step's partial text) and the whole text again; inside a tool batch it gets the batch's
-    results again (a `tool_result` is identified by its `id`).
+    lands in the right place: inside a model step (any attempt of it) it first gets
+    `step_restart` (drop that step's partial text) and the whole text again; inside a tool
+    batch it gets the batch's results again (a `tool_result` is identified by its `id`).
     """
     built = _groups(rt, turn_id)
     if built is None:
@@ -99,8 +99,8 @@ def snapshot(rt: Runtime, turn_id: uuid.UUID, *, last_id: str | None) -> list[En
         events, first = g.events, 0
         if g.ms == last_ms:
             first = last_seq + 1
-            if g.step is not None:
-                events = [("step_restart", {"step": g.step[0], "attempt": g.step[1]}), *events]
+        if g.step is not None and _inside(g.step, last_ms):
+            events = [("step_restart", {"step": g.step[0], "attempt": g.step[1]}), *events]
         out += [_entry(g.ms, first + i, event, data) for i, (event, data) in enumerate(events)]
     for seq, event, data in terminal_entries(
         done=ended.done_event(), error=ended.error, discard=ended.discard_event()
@@ -108,6 +108,13 @@ def snapshot(rt: Runtime, turn_id: uuid.UUID, *, last_id: str | None) -> list[En
         if (TERMINAL_MS, seq) > (last_ms, last_seq):
             out.append(_entry(TERMINAL_MS, seq, event, data))
     return out
+
+
+def _inside(step: tuple[int, int], last_ms: int) -> bool:
+    """Whether a client that last saw `last_ms` holds partial text of model step `step`: of
+    the stored attempt itself, or of an earlier attempt of the same step (cut off, retried)."""
+    no, attempt = step
+    return no * 1000 < last_ms <= no * 1000 + attempt
 
 
 def _entry(ms: int, seq: int, event: str, data: dict[str, Any]) -> Entry:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from support import Api, stored_text, text_of
+from support import Api, Event, stored_text, text_of
 
 SLOW = {"text": "one two three four five six seven eight nine ten", "token_ms": 150}
 
@@ -78,6 +78,29 @@ def test_resuming_into_an_expired_stream_loses_nothing(client: Api) -> None:
         assert {e.data["id"] for e in seen if e.event == "tool_result"} == calls, live[cut]
         assert [e.event for e in seen].count("done") == 1
         assert seen[-1].event == "done"
+
+
+def test_resuming_an_expired_stream_from_an_earlier_attempt_restarts_the_step(
+    client: Api,
+) -> None:
+    """A client that read part of attempt 1 of a step (cut off, retried as attempt 2) and
+    resumes once the stream expired must be told to drop that partial text."""
+    sid = client.scripted_session({"text": "retried answer", "error": {"status": 503}})
+    tid = client.submit(sid)
+    live = client.turn_events(tid)
+    restart = next(e for e in live if e.event == "step_restart")
+    assert restart.data["attempt"] == 2
+    ms = int(restart.id.split("-")[0])
+    _expire(tid)
+    # what a client holding two tokens of the step's first attempt would send
+    resumed = client.turn_events(tid, last_event_id=f"{ms - 1}-1")
+    assert resumed[0].event == "step_restart"
+    assert resumed[0].data == {"step": restart.data["step"], "attempt": 2}
+    partial = [Event("0-0", "token", {"text": "stale ", "step": restart.data["step"]})]
+    assert text_of(partial + resumed) == "retried answer" == stored_text(client.messages(sid), tid)
+    # a client that saw nothing of the step gets no restart
+    before = client.turn_events(tid, last_event_id=f"{ms - 2}-0")
+    assert "step_restart" not in [e.event for e in before]
 
 
 def test_the_session_stream_carries_every_turn_in_order(client: Api) -> None:
