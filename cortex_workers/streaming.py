@@ -6,7 +6,10 @@ Every entry has an explicit id so that writes are idempotent and fenced:
 - a tool batch's results: `{model_step_no*1000 + 999}-*` (after the model step, before the next);
 - the terminal events: `step_restart` of a model step cut off mid-stream `{TERMINAL_MS}-0`,
   `error` `{TERMINAL_MS}-1` and `done` `{TERMINAL_MS}-2`, so each is written once and nothing
-  can be appended after them.
+  can be appended after them;
+- the stream's start marker `0-1` (never sent to clients), written with the turn's first
+  step: a stream without it lost its beginning (Redis restarted without its data while the
+  turn ran) and is rebuilt from Postgres by the reader.
 Each entry holds two fields: `event` (the SSE event name) and `data` (JSON).
 """
 
@@ -25,6 +28,8 @@ from .keys import cancel_key, notices_key, stream_key
 __all__ = ["cancel_key", "notices_key", "stream_key"]
 
 TERMINAL_MS = 9_999_999_999_999
+OPEN_ID = "0-1"
+FIRST_STEP_NO = 1
 TOOL_BATCH_SLOT = 999
 
 
@@ -63,9 +68,16 @@ class StepStream:
         try:
             if self.chunk == 0:
                 pipe = self.client.pipeline(transaction=False)
+                if self.step_no == FIRST_STEP_NO:
+                    # refused (stale id) once anything is in the stream: a marker only ever
+                    # starts a stream that holds everything from the turn's beginning
+                    pipe.xadd(key, _fields("open", {}), id=OPEN_ID)
                 pipe.xadd(key, _fields(event, data), id=f"{self.ms}-0")
                 pipe.expire(key, self.ttl_s)
-                pipe.execute()
+                results = pipe.execute(raise_on_error=False)
+                for result in results[-2:]:
+                    if isinstance(result, Exception):
+                        raise result
             else:
                 self.client.xadd(key, _fields(event, data), id=f"{self.ms}-{self.chunk}")
         except ResponseError as exc:

@@ -3,6 +3,7 @@ stream has expired. Ids follow the stream's scheme so `Last-Event-ID` works on b
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -18,6 +19,7 @@ from ..store import steps as step_store
 from ..store.db import transaction
 from ..store.repo import TERMINAL
 from ..streaming import (
+    OPEN_ID,
     TERMINAL_MS,
     Entry,
     decode_entry,
@@ -31,6 +33,7 @@ from ..turns.events import proposal_data, tool_result_of
 from ..turns.lifecycle import Ended
 
 CHECK_DB_EVERY_S = 3.0
+LOST_STREAM_POLL_S = 0.5
 
 
 @dataclass
@@ -142,7 +145,13 @@ def _ensure_terminal(rt: Runtime, turn_id: uuid.UUID) -> bool:
 async def turn_events(
     rt: Runtime, client: aioredis.Redis, turn_id: uuid.UUID, *, last_id: str | None
 ) -> AsyncIterator[Entry]:
-    """Entries after `last_id` until `done`."""
+    """Entries after `last_id` until `done`.
+
+    Entries come live from the stream while it is whole. One that does not directly follow
+    the previous one (a new step, a tool batch, the end) is only sent after checking that the
+    stream still has its start marker; if it lost it (Redis restarted without its data while
+    the turn ran), the rest is sent from Postgres once the turn has ended, with the same ids.
+    """
     key = stream_key(turn_id)
     if not await client.exists(key):
         entries = await run_in_threadpool(lambda: snapshot(rt, turn_id, last_id=last_id))
@@ -151,6 +160,7 @@ async def turn_events(
                 yield e
             return
     cursor = last_id if last_id and parse_entry_id(last_id) else "0-0"
+    position = parse_entry_id(cursor) or (0, 0)
     waited = 0.0
     while True:
         reply: list[Any] = await client.xread(  # type: ignore[assignment]
@@ -165,7 +175,31 @@ async def turn_events(
         waited = 0.0
         for entry_id, fields in reply[0][1]:
             entry = decode_entry(entry_id, fields)
-            cursor = entry.id
+            at = parse_entry_id(entry.id) or (0, 0)
+            if entry.id == OPEN_ID:
+                cursor, position = entry.id, at
+                continue
+            if at != (position[0], position[1] + 1) and not await _whole(client, key):
+                async for e in _after_loss(rt, turn_id, cursor):
+                    yield e
+                return
+            cursor, position = entry.id, at
             yield entry
             if entry.is_done:
                 return
+
+
+async def _whole(client: aioredis.Redis, key: str) -> bool:
+    return bool(await client.xrange(key, min=OPEN_ID, max=OPEN_ID))
+
+
+async def _after_loss(rt: Runtime, turn_id: uuid.UUID, cursor: str) -> AsyncIterator[Entry]:
+    """The events after `cursor` of a turn whose stream lost its beginning: rebuilt from
+    Postgres when the turn has ended (a step resumed inside starts with `step_restart`)."""
+    while True:
+        entries = await run_in_threadpool(lambda: snapshot(rt, turn_id, last_id=cursor))
+        if entries is not None:
+            for e in entries:
+                yield e
+            return
+        await asyncio.sleep(LOST_STREAM_POLL_S)

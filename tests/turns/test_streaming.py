@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from support import Api, Event, stored_text, text_of
 
 SLOW = {"text": "one two three four five six seven eight nine ten", "token_ms": 150}
@@ -101,6 +104,44 @@ def test_resuming_an_expired_stream_from_an_earlier_attempt_restarts_the_step(
     # a client that saw nothing of the step gets no restart
     before = client.turn_events(tid, last_event_id=f"{ms - 2}-0")
     assert "step_restart" not in [e.event for e in before]
+
+
+LOST_TURN = (
+    {
+        "text": "Before the loss. ",
+        "tool_calls": [{"name": "slow_tool", "arguments": {"seconds": 1.5}}],
+    },
+    {"text": "after the loss " * 6, "token_ms": 40},
+)
+
+
+def test_a_stream_that_lost_its_beginning_is_served_from_postgres(client: Api) -> None:
+    """Redis restarted without its data while the turn ran: the stream the workers write next
+    lacks the first step. Readers (fresh, and resuming inside the lost part) still get
+    exactly the stored text and every tool result, once the turn has ended."""
+    sid = client.scripted_session(*LOST_TURN, tools=["slow_tool"])
+    tid = client.submit(sid)
+    head = client.turn_events(tid, limit=2)
+    assert [e.event for e in head] == ["token", "token"]
+    _wait_for(lambda: client.turn(tid)["steps"][-1]["kind"] == "tool")
+    _expire(tid)  # the loss: the tool batch and the next step write a new stream
+    fresh = client.turn_events(tid)
+    resumed = client.turn_events(tid, last_event_id=head[-1].id)
+    stored = stored_text(client.messages(sid), tid)
+    assert stored == LOST_TURN[0]["text"] + LOST_TURN[1]["text"]
+    assert text_of(fresh) == stored
+    assert resumed[0].event == "step_restart"
+    assert text_of(head + resumed) == stored
+    for events in (fresh, resumed):
+        assert [e.event for e in events].count("tool_result") == 1
+        assert events[-1].event == "done" and events[-1].data["status"] == "done"
+
+
+def _wait_for(condition: Callable[[], bool], timeout_s: float = 20) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition never held"
+        time.sleep(0.05)
 
 
 def test_the_session_stream_carries_every_turn_in_order(client: Api) -> None:
