@@ -230,7 +230,7 @@ class Settings(BaseSettings):
     retry_max_s: float = Field(default=30.0, ge=0)
 
     # Delivery.
-    lease_s: float = Field(default=60.0, gt=0, description="A claimed step's lease; renewed.")
+    lease_s: float = Field(default=30.0, gt=0, description="A claimed step's lease; renewed.")
     republish_after_s: float = Field(
         default=30.0, gt=0, description="A pending step not claimed this long is re-published."
     )

@@ -11,17 +11,25 @@ from pathlib import Path
 
 BASE, KEY_FILE = sys.argv[1], Path(sys.argv[2])
 SCRIPT = [
-    {"text": "Let me check. ", "tool_calls": [
-        {"name": "calculate", "arguments": {"expression": "6 * 7"}},
-        {"name": "current_time", "arguments": {}}]},
+    {
+        "text": "Let me check. ",
+        "tool_calls": [
+            {"name": "calculate", "arguments": {"expression": "6 * 7"}},
+            {"name": "current_time", "arguments": {}},
+        ],
+    },
     {"text": "6 times 7 is 42.", "token_ms": 20},
 ]
 
 
 def call(method: str, path: str, body: object | None = None, key: str = "") -> dict:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(BASE + path, data=data, method=method, headers={
-        "Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        BASE + path,
+        data=data,
+        method=method,
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.loads(r.read())
 

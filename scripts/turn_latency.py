@@ -17,9 +17,16 @@ from pathlib import Path
 import httpx
 
 PLAIN = [{"text": "The quick brown fox jumps over the lazy dog, twenty tokens or so in all."}]
-TOOLS = [{"text": "Checking.", "tool_calls": [
-    {"name": "calculate", "arguments": {"expression": "6*7"}},
-    {"name": "current_time", "arguments": {}}]}, {"text": "It is 42."}]
+TOOLS = [
+    {
+        "text": "Checking.",
+        "tool_calls": [
+            {"name": "calculate", "arguments": {"expression": "6*7"}},
+            {"name": "current_time", "arguments": {}},
+        ],
+    },
+    {"text": "It is 42."},
+]
 
 
 def one_turn(http: httpx.Client, script: list[dict[str, object]]) -> float:
@@ -36,8 +43,10 @@ def one_turn(http: httpx.Client, script: list[dict[str, object]]) -> float:
 def report(name: str, samples: list[float]) -> None:
     ms = sorted(s * 1000 for s in samples)
     p95 = ms[min(len(ms) - 1, int(len(ms) * 0.95))]
-    print(f"{name:<22} n={len(ms):<4} median {statistics.median(ms):7.1f} ms"
-          f"   p95 {p95:7.1f} ms   max {ms[-1]:7.1f} ms")
+    print(
+        f"{name:<22} n={len(ms):<4} median {statistics.median(ms):7.1f} ms"
+        f"   p95 {p95:7.1f} ms   max {ms[-1]:7.1f} ms"
+    )
 
 
 def main() -> None:
@@ -47,8 +56,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
     key = Path(args.key_file).read_text().strip()
-    with httpx.Client(base_url=args.base, headers={"Authorization": f"Bearer {key}"},
-                      timeout=60) as http:
+    with httpx.Client(
+        base_url=args.base, headers={"Authorization": f"Bearer {key}"}, timeout=60
+    ) as http:
         one_turn(http, PLAIN)  # warm up connections and workers
         for name, script in (("plain reply", PLAIN), ("two tool calls", TOOLS)):
             report(name, [one_turn(http, script) for _ in range(args.runs)])

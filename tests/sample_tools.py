@@ -57,6 +57,17 @@ def register(registry: ToolRegistry) -> None:
     )
     registry.register(
         Tool(
+            "long_tool",
+            "Sleeps for `seconds`, longer than a step's lease in the suite.",
+            seconds,
+            _sleep,
+            timeout_s=8.0,
+            max_timeout_s=8.0,
+            source="module",
+        )
+    )
+    registry.register(
+        Tool(
             "big_output",
             "Returns `kib` KiB of log lines.",
             {

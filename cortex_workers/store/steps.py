@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, func, or_, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
@@ -100,23 +100,22 @@ def claim_step(db: Db, step_id: uuid.UUID, *, lease_s: float) -> Claim | None:
     )
 
 
-def renew_lease(db: Db, step_id: uuid.UUID, attempt: int, *, lease_s: float) -> bool:
-    """Extend our lease; False when the step is no longer ours or its turn has ended."""
+def renew_leases(
+    db: Db, held: list[tuple[uuid.UUID, int]], *, lease_s: float
+) -> set[tuple[uuid.UUID, int]]:
+    """Extend many leases in one statement; returns the (step, attempt) pairs still ours."""
     live_turn = select(Turn.id).where(Turn.id == Step.turn_id, Turn.status == "running")
-    return (
-        db.execute(
-            update(Step)
-            .where(
-                Step.id == step_id,
-                Step.attempt == attempt,
-                Step.status == "leased",
-                or_(Step.kind == "summarize", live_turn.exists()),
-            )
-            .values(lease_until=func.now() + timedelta(seconds=lease_s))
-            .returning(Step.id)
-        ).first()
-        is not None
-    )
+    rows = db.execute(
+        update(Step)
+        .where(
+            tuple_(Step.id, Step.attempt).in_(held),
+            Step.status == "leased",
+            or_(Step.kind == "summarize", live_turn.exists()),
+        )
+        .values(lease_until=func.now() + timedelta(seconds=lease_s))
+        .returning(Step.id, Step.attempt)
+    ).all()
+    return {(r.id, r.attempt) for r in rows}
 
 
 def finish_step(db: Db, step_id: uuid.UUID, attempt: int, **fields: Any) -> bool:

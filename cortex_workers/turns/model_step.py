@@ -28,6 +28,7 @@ from ..streaming import StepStream, cancel_key, emit_batch_event, tool_results_e
 from .context import ModelContext, load_model_context
 from .events import tool_result_of
 from .finish import commit_completion, record_model_call
+from .leases import Lease, keeper
 from .lifecycle import announce, fail_turn
 from .routing import pick_route, provider_for, record_output_tokens, take_rate_limit
 from .steps import NextStep
@@ -46,27 +47,21 @@ class Interrupted(Exception):
 
 @dataclass
 class _Watch:
-    """Between tokens: renew the lease now and then, and notice a cancelled turn quickly."""
+    """Between tokens: notice a cancelled turn quickly, and a lease the keeper lost."""
 
     rt: Runtime
     claim: Claim
-    renew_every: float
-    next_renew: float = 0.0
+    lease: Lease
     next_cancel_check: float = 0.0
 
     def check(self) -> None:
+        if self.lease.lost:
+            raise Interrupted("lease lost or turn ended")
         now = time.monotonic()
         if now >= self.next_cancel_check:
             self.next_cancel_check = now + 0.05
             if self.rt.redis.exists(cancel_key(self.claim.turn_id)):
                 raise Interrupted("turn cancelled")
-        if now >= self.next_renew:
-            self.next_renew = now + self.renew_every
-            with transaction(self.rt.db) as db:
-                if not step_store.renew_lease(
-                    db, self.claim.step_id, self.claim.attempt, lease_s=self.rt.settings.lease_s
-                ):
-                    raise Interrupted("lease lost or turn ended")
 
 
 def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
@@ -77,6 +72,11 @@ def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
         if claim is None:
             return []  # a duplicate delivery, or the turn has ended
         ctx = load_model_context(rt, db, claim)
+    with keeper(rt).hold(claim.step_id, claim.attempt) as lease:
+        return _run_claimed(rt, claim, ctx, lease)
+
+
+def _run_claimed(rt: Runtime, claim: Claim, ctx: ModelContext, lease: Lease) -> list[NextStep]:
     depth_exceeded = ctx.depth > rt.settings.max_depth
     route = (
         Route(ctx.provider, ctx.model)
@@ -118,7 +118,7 @@ def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
         if depth_exceeded:
             completion = _stream_text(stream, claim, DEPTH_NOTICE.format(cap=rt.settings.max_depth))
         else:
-            completion = _stream_completion(rt, route, request, claim, stream)
+            completion = _stream_completion(rt, route, request, claim, stream, lease)
     except Interrupted:
         return []
     except (RetryableError, TerminalError) as exc:
@@ -128,7 +128,7 @@ def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
         rt.health.record_failure(route.provider, exc.message)
         return _retry_or_fail(rt, claim, ctx, route, exc)
     except Exception as exc:  # a bug or an unclassified SDK error: retried, then visible
-        log.exception("model step %s failed unexpectedly", step_id)
+        log.exception("model step %s failed unexpectedly", claim.step_id)
         wrapped = RetryableError(
             f"internal error in model step: {type(exc).__name__}: {exc}", code="internal_error"
         )
@@ -157,11 +157,15 @@ def _stream_text(stream: StepStream, claim: Claim, text: str) -> Completion:
 
 
 def _stream_completion(
-    rt: Runtime, route: Route, request: ModelRequest, claim: Claim, stream: StepStream
+    rt: Runtime,
+    route: Route,
+    request: ModelRequest,
+    claim: Claim,
+    stream: StepStream,
+    lease: Lease,
 ) -> Completion:
     provider = provider_for(rt, route, request)
-    watch = _Watch(rt, claim, renew_every=rt.settings.lease_s / 3)
-    watch.next_renew = time.monotonic() + watch.renew_every
+    watch = _Watch(rt, claim, lease)
     out = Completion()
     for event in provider.stream(request):
         watch.check()

@@ -11,6 +11,7 @@ from ..store import repo
 from ..store import steps as step_store
 from ..store.db import transaction
 from .context import to_message
+from .leases import keeper
 from .steps import NextStep
 
 INSTRUCTION = (
@@ -22,7 +23,7 @@ INSTRUCTION = (
 def run_summarize_step(step_id: uuid.UUID) -> list[NextStep]:
     rt = get_runtime()
     with transaction(rt.db) as db:
-        claim = step_store.claim_step(db, step_id, lease_s=rt.settings.lease_s * 2)
+        claim = step_store.claim_step(db, step_id, lease_s=rt.settings.lease_s)
         if claim is None:
             return []
         turn = repo.get_turn(db, claim.turn_id)
@@ -50,7 +51,8 @@ def run_summarize_step(step_id: uuid.UUID) -> list[NextStep]:
     request = ModelRequest(
         model=model, messages=tuple(messages), purpose="summarize", attempt=claim.attempt
     )
-    completion = collect(rt.providers.get(provider_name).stream(request))
+    with keeper(rt).hold(claim.step_id, claim.attempt):
+        completion = collect(rt.providers.get(provider_name).stream(request))
     with transaction(rt.db) as db:
         if step_store.finish_step(
             db,

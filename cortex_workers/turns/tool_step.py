@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,10 +21,9 @@ from ..store.steps import Claim
 from ..streaming import emit_batch_event
 from ..tools import Limits, ToolContext, ToolOutcome, run_call
 from .events import proposal_data, tool_result_data
+from .leases import keeper
 from .lifecycle import create_model_step
 from .steps import NextStep
-
-LEASE_MARGIN_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,21 +73,8 @@ def run_tool_step(step_id: uuid.UUID) -> list[NextStep]:
             },
         )
 
-    outcome = run_call(
-        rt.tools,
-        call.name,
-        call.arguments,
-        allowed=call.allowed,
-        limits=limits(rt),
-        cursor_key=rt.settings.cursor_key(),
-        on_progress=progress,
-        ctx=ToolContext(
-            session_id=str(call.session_id),
-            session_name=call.session_name,
-            turn_id=str(call.claim.turn_id),
-            call_id=call.call_id,
-        ),
-    )
+    with keeper(rt).hold(call.claim.step_id, call.claim.attempt):
+        outcome = _run(rt, call, progress)
     done = _commit(rt, call, outcome)
     if done is None:
         return []
@@ -118,10 +105,27 @@ def run_tool_step(step_id: uuid.UUID) -> list[NextStep]:
     return publish
 
 
+def _run(rt: Runtime, call: _Call, progress: Callable[[float], None]) -> ToolOutcome:
+    return run_call(
+        rt.tools,
+        call.name,
+        call.arguments,
+        allowed=call.allowed,
+        limits=limits(rt),
+        cursor_key=rt.settings.cursor_key(),
+        on_progress=progress,
+        ctx=ToolContext(
+            session_id=str(call.session_id),
+            session_name=call.session_name,
+            turn_id=str(call.claim.turn_id),
+            call_id=call.call_id,
+        ),
+    )
+
+
 def _claim(rt: Runtime, step_id: uuid.UUID) -> _Call | None:
-    lease = rt.settings.tool_max_timeout_s + LEASE_MARGIN_S
     with transaction(rt.db) as db:
-        claim = step_store.claim_step(db, step_id, lease_s=lease)
+        claim = step_store.claim_step(db, step_id, lease_s=rt.settings.lease_s)
         if claim is None or claim.tool_call_id is None or claim.parent_step_id is None:
             return None
         row = repo.get_tool_call(db, claim.tool_call_id)
