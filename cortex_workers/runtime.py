@@ -41,14 +41,18 @@ class Runtime:
     def redis(self) -> redis.Redis:
         if not self.settings.redis_url:
             raise RuntimeError("REDIS_URL is not set: run `cortex-workers dev` or set it")
-        return redis.Redis.from_url(
+        # Blocking: with more threads than connections, a thread waits for one (up to the
+        # timeout) instead of failing with "too many connections".
+        pool = redis.BlockingConnectionPool.from_url(
             self.settings.redis_url,
             socket_timeout=10,
             socket_connect_timeout=5,
             health_check_interval=30,
             retry_on_timeout=True,
             max_connections=self.settings.redis_pool_size,
+            timeout=20,
         )
+        return redis.Redis(connection_pool=pool)
 
     @cached_property
     def providers(self) -> ProviderRegistry:
@@ -92,6 +96,7 @@ class Runtime:
             self.engine.dispose()
         if "redis" in self.__dict__:
             self.redis.close()
+            self.redis.connection_pool.disconnect()
 
 
 DEFAULT_PLUGINS_DIR = DEFAULT_CONFIG.parent / "plugins"
