@@ -50,6 +50,10 @@ def _id_key(eid: str) -> tuple[int, int] | None:
     return int(ms), int(seq)
 
 
+def _p50(values: list[float]) -> float | None:
+    return round(sorted(values)[len(values) // 2], 2) if values else None
+
+
 def _may_hit(fault_kind: str, step_kind: str) -> bool:
     """Could this fault have made a step of this kind run again?"""
     if fault_kind == "kill_llm":
@@ -532,6 +536,7 @@ class Checker:
         max_attempt = max((s["attempt"] for s in db["steps"]), default=0)
         infra = [f for f in self.faults if not f.kind.startswith("sse_")]
         recovery: list[dict[str, Any]] = []
+        step_recovery: list[float] = []
         for t in db["turns"]:
             if t["id"] not in submitted_ids or t["finished_at"] is None or t["started_at"] is None:
                 continue
@@ -547,9 +552,14 @@ class Checker:
             for s in retried_steps:
                 s_start = s["created_at"].timestamp()
                 s_end = s["finished_at"].timestamp() if s["finished_at"] else end
-                hits += [
+                step_hits = [
                     f for f in infra if s_start <= f.t <= s_end and _may_hit(f.kind, s["kind"])
                 ]
+                if step_hits and s["finished_at"] is not None:
+                    # from the fault to the interrupted step done again (lease expiry,
+                    # re-publish, waiting for a worker, and running the step once more)
+                    step_recovery.append(s_end - min(f.t for f in step_hits))
+                hits += step_hits
             if hits:
                 f = min(hits, key=lambda f: f.t)
                 recovery.append(
@@ -628,6 +638,8 @@ class Checker:
                 (x["after_fault_end_s"] for x in recovery), default=None
             ),
             "turns_hit": len(recovery),
+            "step_recovery_p50_s": _p50(step_recovery),
+            "step_recovery_max_s": round(max(step_recovery), 2) if step_recovery else None,
             "turn_seconds_p50": round(durations[len(durations) // 2], 2) if durations else None,
             "turn_seconds_max": round(durations[-1], 2) if durations else None,
             "sse_resume_gap_max_s": round(max(resume_gaps), 2) if resume_gaps else None,
@@ -779,6 +791,11 @@ def table(report: dict[str, Any]) -> str:
             c["longest_recovery_s"],
             f"after fault end {c['longest_recovery_after_fault_end_s']}; "
             f"turns hit {c['turns_hit']}",
+        ),
+        (
+            "step recovery p50 / max (s)",
+            f"{c['step_recovery_p50_s']} / {c['step_recovery_max_s']}",
+            "fault → the interrupted step done again",
         ),
         ("turn seconds p50 / max", f"{c['turn_seconds_p50']} / {c['turn_seconds_max']}", ""),
         (
