@@ -26,6 +26,9 @@ def celery_settings(settings: Settings) -> dict[str, Any]:
             "socket_connect_timeout": 5,
             "health_check_interval": 30,
             "retry_on_timeout": True,
+            # kombu's default of 10 runs out under a worker with hundreds of concurrent tasks
+            # (gevent), leaving acknowledgements undelivered
+            "max_connections": 200,
         }
     return {
         "broker_url": settings.broker_url,
@@ -56,8 +59,10 @@ def celery_settings(settings: Settings) -> dict[str, Any]:
         "task_time_limit": int(settings.turn_timeout_s) + 60,
         "task_soft_time_limit": int(settings.turn_timeout_s),
         "worker_hijack_root_logger": False,
-        "worker_send_task_events": True,
-        "task_send_sent_event": True,
+        # Task events cost several Redis publishes per task: off unless someone watches.
+        # Flower turns them on in every worker when it starts (its default --enable_events).
+        "worker_send_task_events": False,
+        "task_send_sent_event": False,
         "worker_cancel_long_running_tasks_on_connection_loss": False,
         "broker_pool_limit": 20,
         # RedBeat keeps the schedule in Redis under a lock, so a second beat is harmless.

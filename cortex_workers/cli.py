@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument(
         "--queues", "-Q", required=True, help="comma-separated: llm, tools, summarize, maintenance"
     )
-    worker.add_argument("--pool", choices=["threads", "prefork", "solo"])
+    worker.add_argument("--pool", choices=["threads", "prefork", "gevent", "solo"])
     worker.add_argument("--concurrency", "-c", type=int)
     worker.add_argument("--loglevel", default="INFO")
     worker.set_defaults(func=cmd_worker)

@@ -41,6 +41,10 @@ DEPTH_NOTICE = (
 )
 
 
+CANCEL_CHECK_EVERY_S = 0.25
+"""How often a streaming step looks for its turn's cancel flag (one Redis EXISTS)."""
+
+
 class Interrupted(Exception):
     """The step lost its lease or its turn ended while streaming."""
 
@@ -59,7 +63,7 @@ class _Watch:
             raise Interrupted("lease lost or turn ended")
         now = time.monotonic()
         if now >= self.next_cancel_check:
-            self.next_cancel_check = now + 0.05
+            self.next_cancel_check = now + CANCEL_CHECK_EVERY_S
             if self.rt.redis.exists(cancel_key(self.claim.turn_id)):
                 raise Interrupted("turn cancelled")
 
