@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 import httpx
 
+from scripts.faults.driver import SseLines
+
 T = TypeVar("T")
 A = TypeVar("A")
 
@@ -87,27 +89,10 @@ class Event:
 
 async def sse_events(response: httpx.Response) -> AsyncIterator[Event]:
     """The events of an SSE response as they are parsed (pings and comments skipped)."""
-    fields: dict[str, str] = {}
-    data: list[str] = []
+    parser = SseLines()
     async for line in response.aiter_lines():
-        if line == "":
-            if data:
-                yield Event(
-                    fields.get("id", ""),
-                    fields.get("event", "message"),
-                    "\n".join(data),
-                    time.monotonic(),
-                )
-            fields, data = {}, []
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if name == "data":
-            data.append(value)
-        else:
-            fields[name] = value
+        if (parsed := parser.feed(line)) is not None:
+            yield Event(*parsed, time.monotonic())
 
 
 @dataclass

@@ -19,7 +19,7 @@ from typing import Any
 import psutil
 
 from cortex_workers.cli import CELERY_APP, worker_argv
-from scripts.faults.stack import REPO_ROOT, Proc, Stack, StackConfig, _pdeathsig
+from scripts.faults.stack import Proc, Stack, StackConfig
 
 # The product's defaults for delivery (the fault harness shortens them to provoke recovery),
 # no per-tenant rate limits (the benchmark is one tenant submitting thousands of turns), no
@@ -95,30 +95,9 @@ class BenchStack(Stack):
             argv[argv.index("celery")] = "scripts.bench.launch"
         return argv
 
-    def _spawn_proc(self, proc: Proc) -> None:
-        """As `Stack._spawn_proc`, with the process's own extra environment and its name as
-        the Postgres application name."""
-        assert self.spawner is not None
-        env = {**self.env, "PGAPPNAME": proc.name, **self.proc_env.get(proc.name, {})}
-
-        def start() -> subprocess.Popen[bytes]:
-            with open(proc.log_path, "ab") as out:
-                proc.log_offset = out.tell()
-                return subprocess.Popen(
-                    proc.argv,
-                    env=env,
-                    cwd=REPO_ROOT,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                    preexec_fn=lambda: _pdeathsig(signal.SIGKILL),
-                )
-
-        proc.popen = self.spawner.call(start)
-        proc.starts += 1
-        proc.expected_exit = False
-        proc.down_since = None
+    def _proc_env(self, proc: Proc) -> dict[str, str]:
+        """The process's own extra environment, and its name as the Postgres application name."""
+        return {**self.env, "PGAPPNAME": proc.name, **self.proc_env.get(proc.name, {})}
 
     def _stop_proc(self, proc: Proc) -> None:
         proc.expected_exit = True

@@ -66,24 +66,42 @@ class Ev:
     conn: int
 
 
-def parse_sse(lines: Iterator[str]) -> Iterator[tuple[str, str, str]]:
-    """(id, event, data) of an SSE body; comments (pings) are skipped."""
-    fields: dict[str, str] = {}
-    data: list[str] = []
-    for line in lines:
+class SseLines:
+    """An SSE body parsed line by line: `feed` returns (id, event, data) when an event ends;
+    comments (pings) are skipped."""
+
+    def __init__(self) -> None:
+        self.fields: dict[str, str] = {}
+        self.data: list[str] = []
+
+    def feed(self, line: str) -> tuple[str, str, str] | None:
         if line == "":
-            if data:
-                yield fields.get("id", ""), fields.get("event", "message"), "\n".join(data)
-            fields, data = {}, []
-            continue
+            event = None
+            if self.data:
+                event = (
+                    self.fields.get("id", ""),
+                    self.fields.get("event", "message"),
+                    "\n".join(self.data),
+                )
+            self.fields, self.data = {}, []
+            return event
         if line.startswith(":"):
-            continue
+            return None
         name, _, value = line.partition(":")
         value = value[1:] if value.startswith(" ") else value
         if name == "data":
-            data.append(value)
+            self.data.append(value)
         else:
-            fields[name] = value
+            self.fields[name] = value
+        return None
+
+
+def parse_sse(lines: Iterator[str]) -> Iterator[tuple[str, str, str]]:
+    """(id, event, data) of an SSE body; comments (pings) are skipped."""
+    parser = SseLines()
+    for line in lines:
+        if (event := parser.feed(line)) is not None:
+            yield event
 
 
 def error_shape_ok(body: bytes) -> bool:

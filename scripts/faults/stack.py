@@ -397,15 +397,20 @@ class Stack:
     def _add(self, name: str, argv: list[str]) -> None:
         self.procs[name] = Proc(name, argv, self.workdir / "logs" / f"{name}.log")
 
+    def _proc_env(self, proc: Proc) -> dict[str, str]:
+        """The environment a process starts with (subclasses add to it)."""
+        return self.env
+
     def _spawn_proc(self, proc: Proc) -> None:
         assert self.spawner is not None
+        env = self._proc_env(proc)
 
         def start() -> subprocess.Popen[bytes]:
             with open(proc.log_path, "ab") as out:
                 proc.log_offset = out.tell()
                 return subprocess.Popen(
                     proc.argv,
-                    env=self.env,
+                    env=env,
                     cwd=REPO_ROOT,
                     stdout=out,
                     stderr=subprocess.STDOUT,
