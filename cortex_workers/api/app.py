@@ -16,6 +16,7 @@ from . import errors
 from .limits import BodySizeLimit
 from .routes import events, meta, proposals, sessions, turns
 from .schemas import ErrorOut
+from .turn_lookup import TurnLookups
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         health_check_interval=30,
         max_connections=rt.settings.redis_pool_size * 20,
     )
+    app.state.turn_lookups = TurnLookups(rt)
     try:
         yield
     finally:

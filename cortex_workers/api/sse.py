@@ -143,7 +143,12 @@ def _ensure_terminal(rt: Runtime, turn_id: uuid.UUID) -> bool:
 
 
 async def turn_events(
-    rt: Runtime, client: aioredis.Redis, turn_id: uuid.UUID, *, last_id: str | None
+    rt: Runtime,
+    client: aioredis.Redis,
+    turn_id: uuid.UUID,
+    *,
+    last_id: str | None,
+    running: bool = False,
 ) -> AsyncIterator[Entry]:
     """Entries after `last_id` until `done`.
 
@@ -151,9 +156,11 @@ async def turn_events(
     the previous one (a new step, a tool batch, the end) is only sent after checking that the
     stream still has its start marker; if it lost it (Redis restarted without its data while
     the turn ran), the rest is sent from Postgres once the turn has ended, with the same ids.
+    `running` says the caller has just seen the turn active: then a missing stream means it
+    has not streamed yet, and Postgres is not asked for a snapshot that cannot exist.
     """
     key = stream_key(turn_id)
-    if not await client.exists(key):
+    if not running and not await client.exists(key):
         entries = await run_in_threadpool(lambda: snapshot(rt, turn_id, last_id=last_id))
         if entries is not None:
             for e in entries:

@@ -405,3 +405,9 @@ def tool_calls_of_step(db: Db, step_id: uuid.UUID) -> Sequence[ToolCallRow]:
         .scalars()
         .all()
     )
+
+
+def turn_owner_and_status(db: Db, turn_id: uuid.UUID) -> tuple[uuid.UUID, str] | None:
+    """(tenant_id, status) of the turn, in one small query (the SSE endpoint's check)."""
+    row = db.execute(select(Turn.tenant_id, Turn.status).where(Turn.id == turn_id)).first()
+    return (row.tenant_id, row.status) if row else None

@@ -6,7 +6,6 @@ import logging
 import random
 import time
 import uuid
-from dataclasses import dataclass
 
 from ..errors import RetryableError, TerminalError
 from ..messages import (
@@ -24,7 +23,7 @@ from ..store import repo
 from ..store import steps as step_store
 from ..store.db import transaction
 from ..store.steps import Claim
-from ..streaming import StepStream, cancel_key, emit_batch_event, tool_results_emitted
+from ..streaming import StepStream, emit_batch_event, tool_results_emitted
 from .context import ModelContext, load_model_context
 from .events import tool_result_of
 from .finish import commit_completion, record_model_call
@@ -41,31 +40,16 @@ DEPTH_NOTICE = (
 )
 
 
-CANCEL_CHECK_EVERY_S = 0.25
-"""How often a streaming step looks for its turn's cancel flag (one Redis EXISTS)."""
-
-
 class Interrupted(Exception):
-    """The step lost its lease or its turn ended while streaming."""
+    """The step lost its lease, or its turn ended or was cancelled, while streaming."""
 
 
-@dataclass
-class _Watch:
-    """Between tokens: notice a cancelled turn quickly, and a lease the keeper lost."""
-
-    rt: Runtime
-    claim: Claim
-    lease: Lease
-    next_cancel_check: float = 0.0
-
-    def check(self) -> None:
-        if self.lease.lost:
-            raise Interrupted("lease lost or turn ended")
-        now = time.monotonic()
-        if now >= self.next_cancel_check:
-            self.next_cancel_check = now + CANCEL_CHECK_EVERY_S
-            if self.rt.redis.exists(cancel_key(self.claim.turn_id)):
-                raise Interrupted("turn cancelled")
+def _check(lease: Lease) -> None:
+    """Between events: stop once the lease keeper saw the lease lost or the turn cancelled."""
+    if lease.lost:
+        raise Interrupted("lease lost or turn ended")
+    if lease.cancelled:
+        raise Interrupted("turn cancelled")
 
 
 def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
@@ -76,7 +60,7 @@ def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
         if claim is None:
             return []  # a duplicate delivery, or the turn has ended
         ctx = load_model_context(rt, db, claim)
-    with keeper(rt).hold(claim.step_id, claim.attempt) as lease:
+    with keeper(rt).hold(claim.step_id, claim.attempt, watch_turn=claim.turn_id) as lease:
         return _run_claimed(rt, claim, ctx, lease)
 
 
@@ -169,10 +153,9 @@ def _stream_completion(
     lease: Lease,
 ) -> Completion:
     provider = provider_for(rt, route, request)
-    watch = _Watch(rt, claim, lease)
     out = Completion()
     for event in provider.stream(request):
-        watch.check()
+        _check(lease)
         match event:
             case TextDelta(text=text):
                 out.text += text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 
 from support import Api, Event, stored_text, text_of
@@ -166,3 +167,22 @@ def test_a_malformed_last_event_id_is_refused(client: Api) -> None:
     r = client.http.get(f"/v1/turns/{tid}/events", headers={"Last-Event-ID": "nonsense"})
     assert r.status_code == 422
     assert r.json()["error"]["code"] == "invalid_last_event_id"
+
+
+def test_many_clients_opening_one_turn_at_once_all_get_it_live(
+    client: Api, other_client: Api
+) -> None:
+    """Requests arriving together share one ownership lookup: each still gets its own answer."""
+    text = " ".join(f"w{i}" for i in range(10))
+    sid = client.scripted_session({"text": text, "first_token_ms": 1500, "token_ms": 20})
+    tid = client.submit(sid)
+    with ThreadPoolExecutor(max_workers=41) as pool:
+        ours = [pool.submit(client.turn_events, tid) for _ in range(40)]
+        theirs = pool.submit(other_client.http.get, f"/v1/turns/{tid}/events")
+        results = [f.result() for f in ours]
+        refused = theirs.result()
+    assert refused.status_code == 404 and refused.json()["error"]["code"] == "not_found"
+    for events in results:
+        assert [e.event for e in events] == ["token"] * 10 + ["message", "done"]
+        assert text_of(events) == text
+    assert client.wait_turn(tid)["status"] == "done"

@@ -13,16 +13,18 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from ...errors import InvalidRequest
+from ...errors import InvalidRequest, NotFound
 from ...keys import notices_key
 from ...runtime import Runtime
 from ...store import repo
 from ...store.db import transaction
 from ...store.models import Turn
+from ...store.repo import TERMINAL
 from ...streaming import decode_entry, parse_entry_id
 from ..deps import RuntimeDep, TenantDep
 from ..sse import turn_events
-from ..views import require_session, require_turn
+from ..turn_lookup import TurnLookups
+from ..views import require_session
 
 router = APIRouter(tags=["events"])
 SSE_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -56,19 +58,18 @@ async def turn_stream(
     """The turn's events (`token`, `tool_call`, `tool_result`, `step_restart`, `message`,
     `error`, `done`); resumes after `Last-Event-ID`."""
     cursor = _valid_turn_cursor(last_event_id or after)
-    await run_in_threadpool(_owned_turn, rt, turn_id, tenant_id)
+    lookups: TurnLookups = request.app.state.turn_lookups
+    state = await lookups.get(turn_id)
+    if state is None or state[0] != tenant_id:
+        raise NotFound(f"turn {turn_id} not found")
+    running = state[1] not in TERMINAL
     client = request.app.state.redis
 
     async def events() -> AsyncIterator[ServerSentEvent]:
-        async for e in turn_events(rt, client, turn_id, last_id=cursor):
+        async for e in turn_events(rt, client, turn_id, last_id=cursor, running=running):
             yield ServerSentEvent(data=e.data, event=e.event, id=e.id)
 
     return EventSourceResponse(events(), ping=int(rt.settings.sse_ping_s))
-
-
-def _owned_turn(rt: Runtime, turn_id: uuid.UUID, tenant_id: uuid.UUID) -> None:
-    with transaction(rt.db) as db:
-        require_turn(db, turn_id, tenant_id)
 
 
 @dataclass

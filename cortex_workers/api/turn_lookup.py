@@ -1,0 +1,36 @@
+"""Who owns a turn and whether it has ended, read once for every SSE request that asks at the
+same moment: when thousands of clients open one turn's events together, one query answers
+them all instead of each waiting for a database thread of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from fastapi.concurrency import run_in_threadpool
+
+from ..runtime import Runtime
+from ..store import repo
+from ..store.db import transaction
+
+TurnState = tuple[uuid.UUID, str]
+"""(tenant_id, status)"""
+
+
+class TurnLookups:
+    def __init__(self, rt: Runtime) -> None:
+        self._rt = rt
+        self._pending: dict[uuid.UUID, asyncio.Future[TurnState | None]] = {}
+
+    async def get(self, turn_id: uuid.UUID) -> TurnState | None:
+        """The turn's owner and status, from the query in flight for it or a new one."""
+        pending = self._pending.get(turn_id)
+        if pending is None:
+            pending = asyncio.ensure_future(run_in_threadpool(self._read, turn_id))
+            self._pending[turn_id] = pending
+            pending.add_done_callback(lambda _: self._pending.pop(turn_id, None))
+        return await asyncio.shield(pending)
+
+    def _read(self, turn_id: uuid.UUID) -> TurnState | None:
+        with transaction(self._rt.db) as db:
+            return repo.turn_owner_and_status(db, turn_id)
