@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     BigInteger,
@@ -21,6 +21,7 @@ from sqlalchemy import (
     Integer,
     Numeric,
     String,
+    Table,
     Text,
     UniqueConstraint,
     func,
@@ -257,3 +258,11 @@ class Proposal(Base):
     execution_started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     executed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     outcome: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+
+
+# The tables themselves, for Core statements on the hot path (no ORM unit of work).
+sessions_table = cast(Table, Session.__table__)
+turns_table = cast(Table, Turn.__table__)
+steps_table = cast(Table, Step.__table__)
+messages_table = cast(Table, Message.__table__)
+decisions_table = cast(Table, Decision.__table__)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,7 +16,16 @@ from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
-from .models import Message, Session, ToolCallRow, Turn
+from .models import (
+    Message,
+    Session,
+    ToolCallRow,
+    Turn,
+    messages_table,
+    sessions_table,
+    steps_table,
+    turns_table,
+)
 
 ACTIVE = ("queued", "running")
 TERMINAL = ("done", "failed", "cancelled")
@@ -74,12 +84,20 @@ def allocate_message_seq(db: Db, session_id: uuid.UUID) -> int:
 
 
 def insert_message(
-    db: Db, *, session_id: uuid.UUID, role: str, content: str, **fields: Any
+    db: Db,
+    *,
+    session_id: uuid.UUID,
+    role: str,
+    content: str,
+    seq: int | None = None,
+    **fields: Any,
 ) -> int | None:
-    """Store a message; returns its seq, or None when it was already stored (redelivery)."""
-    seq = allocate_message_seq(db, session_id)
+    """Store a message (under `seq` when the caller already allocated it); returns its seq,
+    or None when it was already stored (redelivery)."""
+    if seq is None:
+        seq = allocate_message_seq(db, session_id)
     stored = db.execute(
-        insert(Message)
+        insert(messages_table)
         .values(
             id=uuid.uuid4(),
             session_id=session_id,
@@ -89,7 +107,7 @@ def insert_message(
             **{k: storable_json(v) if k == "tool_calls" else v for k, v in fields.items()},
         )
         .on_conflict_do_nothing()
-        .returning(Message.seq)
+        .returning(messages_table.c.seq)
     ).scalar_one_or_none()
     return stored
 
@@ -107,17 +125,53 @@ def list_messages(db: Db, session_id: uuid.UUID, *, after: int, limit: int) -> S
     )
 
 
-def context_messages(db: Db, session_id: uuid.UUID, *, from_seq: int) -> Sequence[Message]:
-    """Messages the model may see: from `from_seq` on, in order."""
-    return (
-        db.execute(
-            select(Message)
-            .where(Message.session_id == session_id, Message.seq >= from_seq)
-            .order_by(Message.seq)
-        )
-        .scalars()
-        .all()
+def context_messages(db: Db, session_id: uuid.UUID, *, from_seq: int) -> Sequence[Any]:
+    """Messages the model may see: from `from_seq` on, in order (rows with the columns of
+    `messages`)."""
+    m = messages_table.c
+    return db.execute(
+        select(messages_table).where(m.session_id == session_id, m.seq >= from_seq).order_by(m.seq)
+    ).all()
+
+
+def model_step_view(db: Db, turn_id: uuid.UUID, parent_step_id: uuid.UUID | None) -> Any:
+    """What a model step reads about its turn and session, in one query: the turn's
+    `model_steps`, the session's columns, the seq of the turn's user message (`user_seq`) and
+    the step_no of the step's parent (`parent_step_no`)."""
+    t, s, m = turns_table.c, sessions_table.c, messages_table.c
+    user_seq = (
+        select(m.seq)
+        .where(m.turn_id == turn_id, m.role == "user")
+        .scalar_subquery()
+        .label("user_seq")
     )
+    columns: list[Any] = [
+        t.model_steps,
+        s.id,
+        s.tenant_id,
+        s.system_prompt,
+        s.provider,
+        s.model,
+        s.tools,
+        s["metadata"].label("session_metadata"),
+        s.summary,
+        s.summary_upto_seq,
+        s.last_message_seq,
+        user_seq,
+    ]
+    if parent_step_id is not None:
+        st = steps_table.c
+        columns.append(
+            select(st.step_no)
+            .where(st.id == parent_step_id)
+            .scalar_subquery()
+            .label("parent_step_no")
+        )
+    return db.execute(
+        select(*columns)
+        .select_from(turns_table.join(sessions_table, s.id == t.session_id))
+        .where(t.id == turn_id)
+    ).one()
 
 
 def messages_between(db: Db, session_id: uuid.UUID, *, after: int, upto: int) -> Sequence[Message]:
@@ -158,6 +212,33 @@ def add_session_usage(
             cost_usd=Session.cost_usd + cost,
         )
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCounters:
+    last_message_seq: int
+    summary_upto_seq: int
+    last_turn_seq: int
+
+
+def count_reply(
+    db: Db, session_id: uuid.UUID, *, input_tokens: int, output_tokens: int, cost: float
+) -> SessionCounters:
+    """Allocate the seq of a model reply and add its usage to the session, in one statement
+    (which takes the session's row lock)."""
+    t = sessions_table.c
+    row = db.execute(
+        update(sessions_table)
+        .where(t.id == session_id)
+        .values(
+            last_message_seq=t.last_message_seq + 1,
+            input_tokens=t.input_tokens + input_tokens,
+            output_tokens=t.output_tokens + output_tokens,
+            cost_usd=t.cost_usd + cost,
+        )
+        .returning(t.last_message_seq, t.summary_upto_seq, t.last_turn_seq)
+    ).one()
+    return SessionCounters(row.last_message_seq, row.summary_upto_seq, row.last_turn_seq)
 
 
 def next_model_call_index(db: Db, session_id: uuid.UUID) -> int:
@@ -254,7 +335,7 @@ def end_turn(
     """Move a turn to a terminal status if it is still in `from_statuses`; None otherwise."""
     values: dict[str, Any] = {"status": status, "finished_at": now()}
     if answer is not None:
-        values["answer"] = answer
+        values["answer"] = storable_text(answer)
     if error is not None:
         values["error"] = error
     return db.execute(
@@ -283,6 +364,65 @@ def add_turn_usage(
             cost_usd=Turn.cost_usd + cost,
             model_steps=Turn.model_steps + model_steps,
         )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TurnTotals:
+    """A running turn after a model step was added to it (and, maybe, it ended)."""
+
+    id: uuid.UUID
+    seq: int
+    status: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    error: dict[str, Any] | None
+
+
+def add_model_step(
+    db: Db,
+    turn_id: uuid.UUID,
+    *,
+    input_tokens: int,
+    output_tokens: int,
+    cost: float,
+    model_steps: int,
+    end: str | None = None,
+    answer: str | None = None,
+    error: dict[str, Any] | None = None,
+) -> TurnTotals | None:
+    """Add a model step's usage to a running turn and, with `end`, move it to that terminal
+    status, in one statement; None when the turn is no longer running."""
+    t = turns_table.c
+    values: dict[str, Any] = {
+        "input_tokens": t.input_tokens + input_tokens,
+        "output_tokens": t.output_tokens + output_tokens,
+        "cost_usd": t.cost_usd + cost,
+        "model_steps": t.model_steps + model_steps,
+    }
+    if end is not None:
+        values.update(status=end, finished_at=now())
+        if answer is not None:
+            values["answer"] = storable_text(answer)
+        if error is not None:
+            values["error"] = error
+    row = db.execute(
+        update(turns_table)
+        .where(t.id == turn_id, t.status == "running")
+        .values(**values)
+        .returning(t.id, t.seq, t.status, t.input_tokens, t.output_tokens, t.cost_usd, t.error)
+    ).first()
+    if row is None:
+        return None
+    return TurnTotals(
+        row.id,
+        row.seq,
+        row.status,
+        row.input_tokens,
+        row.output_tokens,
+        float(row.cost_usd),
+        row.error,
     )
 
 

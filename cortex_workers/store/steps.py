@@ -12,7 +12,7 @@ from sqlalchemy import and_, func, or_, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
-from .models import Decision, Step, Turn
+from .models import Step, Turn, decisions_table, steps_table, turns_table
 from .repo import now
 
 
@@ -58,32 +58,33 @@ def last_step_no(db: Db, turn_id: uuid.UUID) -> int:
 
 def claim_step(db: Db, step_id: uuid.UUID, *, lease_s: float) -> Claim | None:
     """Lease a pending (or lease-expired) step of a live turn; None means someone else has it."""
-    live_turn = select(Turn.id).where(Turn.id == Step.turn_id, Turn.status == "running")
+    t, turn = steps_table.c, turns_table.c
+    live_turn = select(turn.id).where(turn.id == t.turn_id, turn.status == "running")
     row = db.execute(
-        update(Step)
+        update(steps_table)
         .where(
-            Step.id == step_id,
+            t.id == step_id,
             or_(
-                Step.status == "pending",
-                and_(Step.status == "leased", Step.lease_until < func.now()),
+                t.status == "pending",
+                and_(t.status == "leased", t.lease_until < func.now()),
             ),
-            Step.available_at <= func.now() + timedelta(seconds=1),
-            or_(Step.kind == "summarize", live_turn.exists()),
+            t.available_at <= func.now() + timedelta(seconds=1),
+            or_(t.kind == "summarize", live_turn.exists()),
         )
         .values(
             status="leased",
-            attempt=Step.attempt + 1,
+            attempt=t.attempt + 1,
             lease_until=func.now() + timedelta(seconds=lease_s),
         )
         .returning(
-            Step.id,
-            Step.turn_id,
-            Step.step_no,
-            Step.kind,
-            Step.attempt,
-            Step.parent_step_id,
-            Step.call_index,
-            Step.tool_call_id,
+            t.id,
+            t.turn_id,
+            t.step_no,
+            t.kind,
+            t.attempt,
+            t.parent_step_id,
+            t.call_index,
+            t.tool_call_id,
         )
     ).first()
     if row is None:
@@ -120,12 +121,13 @@ def renew_leases(
 
 def finish_step(db: Db, step_id: uuid.UUID, attempt: int, **fields: Any) -> bool:
     """Mark our attempt done; False means a newer attempt owns the step (we are a zombie)."""
+    t = steps_table.c
     return (
         db.execute(
-            update(Step)
-            .where(Step.id == step_id, Step.attempt == attempt, Step.status == "leased")
+            update(steps_table)
+            .where(t.id == step_id, t.attempt == attempt, t.status == "leased")
             .values(status="done", finished_at=now(), lease_until=None, error=None, **fields)
-            .returning(Step.id)
+            .returning(t.id)
         ).first()
         is not None
     )
@@ -179,16 +181,22 @@ def fail_step(db: Db, step_id: uuid.UUID, *, error: dict[str, Any]) -> None:
     )
 
 
-def cancel_open_steps(db: Db, turn_id: uuid.UUID) -> None:
-    db.execute(
-        update(Step)
+def cancel_open_steps(db: Db, turn_id: uuid.UUID) -> tuple[int, int] | None:
+    """Cancel the turn's unfinished steps; returns (step_no, attempt) of the last model step
+    among them that had been claimed (cut off mid-stream), if any."""
+    t = steps_table.c
+    rows = db.execute(
+        update(steps_table)
         .where(
-            Step.turn_id == turn_id,
-            Step.status.in_(("pending", "leased")),
-            Step.kind != "summarize",
+            t.turn_id == turn_id,
+            t.status.in_(("pending", "leased")),
+            t.kind != "summarize",
         )
         .values(status="cancelled", finished_at=now(), lease_until=None)
-    )
+        .returning(t.step_no, t.attempt, t.kind)
+    ).all()
+    claimed = [(r.step_no, r.attempt) for r in rows if r.kind == "model" and r.attempt > 0]
+    return max(claimed) if claimed else None
 
 
 def cut_off_model_step(db: Db, turn_id: uuid.UUID) -> tuple[int, int] | None:
@@ -271,4 +279,4 @@ def mark_republished(db: Db, step: Step) -> None:
 
 def record_decision(db: Db, **fields: Any) -> None:
     """Append one audit row."""
-    db.add(Decision(**fields))
+    db.execute(insert(decisions_table).values(**fields))

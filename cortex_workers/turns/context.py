@@ -13,7 +13,6 @@ from ..errors import TerminalError
 from ..messages import Message, Role, ToolCall, ToolSpec
 from ..runtime import Runtime
 from ..store import repo
-from ..store import steps as step_store
 from ..store.models import Message as MessageRow
 from ..store.steps import Claim
 
@@ -53,7 +52,8 @@ def as_data(tool: str, content: str) -> str:
     return f'<tool_output tool="{tool}">\n{body}\n</tool_output>'
 
 
-def to_message(row: MessageRow) -> Message:
+def to_message(row: MessageRow | Any) -> Message:
+    """A stored message (an ORM row, or a Core row with the same columns) as the model's."""
     calls = tuple(
         ToolCall(c["id"], c["name"], c.get("arguments", {})) for c in row.tool_calls or ()
     )
@@ -99,42 +99,35 @@ def system_messages(system_prompt: str, summary: str, *, tools: bool = False) ->
 
 
 def load_model_context(rt: Runtime, db: Db, claim: Claim) -> ModelContext:
-    turn = repo.get_turn(db, claim.turn_id)
-    assert turn is not None
-    session = repo.get_session(db, turn.session_id)
-    assert session is not None
-    turn_start = repo.user_message_seq(db, turn.id) or session.last_message_seq
+    view = repo.model_step_view(db, claim.turn_id, claim.parent_step_id)
+    turn_start = view.user_seq or view.last_message_seq
     start = window_start(
-        summary_upto=session.summary_upto_seq,
-        last_seq=session.last_message_seq,
+        summary_upto=view.summary_upto_seq,
+        last_seq=view.last_message_seq,
         window=rt.settings.history_window,
         turn_start=turn_start,
     )
-    rows = repo.context_messages(db, session.id, from_seq=start)
+    rows = repo.context_messages(db, view.id, from_seq=start)
     system_prompt = (
-        session.system_prompt if session.system_prompt is not None else (rt.settings.system_prompt)
+        view.system_prompt if view.system_prompt is not None else rt.settings.system_prompt
     )
-    tools = _tool_specs(rt, session.tools)
-    messages = system_messages(system_prompt, session.summary, tools=bool(tools)) + coherent(
+    tools = _tool_specs(rt, view.tools)
+    messages = system_messages(system_prompt, view.summary, tools=bool(tools)) + coherent(
         [to_message(r) for r in rows]
     )
-    provider, model = rt.providers.resolve(session.provider, session.model)
-    parent_no = None
-    if claim.parent_step_id is not None:
-        parent = step_store.get_step(db, claim.parent_step_id)
-        parent_no = parent.step_no if parent else None
-    script = (session.metadata_ or {}).get("script")
+    provider, model = rt.providers.resolve(view.provider, view.model)
+    script = (view.session_metadata or {}).get("script")
     return ModelContext(
-        session_id=session.id,
-        tenant_id=session.tenant_id,
-        turn_id=turn.id,
+        session_id=view.id,
+        tenant_id=view.tenant_id,
+        turn_id=claim.turn_id,
         provider=provider,
         model=model,
         messages=tuple(messages),
         tools=tuple(tools),
         script=tuple(script) if script else None,
-        depth=turn.model_steps + 1,
-        parent_step_no=parent_no,
+        depth=view.model_steps + 1,
+        parent_step_no=view.parent_step_no if claim.parent_step_id is not None else None,
     )
 
 

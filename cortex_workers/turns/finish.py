@@ -13,7 +13,7 @@ from ..store import steps as step_store
 from ..store.db import transaction
 from ..store.steps import Claim
 from .context import ModelContext
-from .lifecycle import Ended, announce, end_turn
+from .lifecycle import Ended, announce, promote_next
 from .steps import NextStep, step_ref
 
 
@@ -34,6 +34,10 @@ def record_model_call(
     )
 
 
+class _Refused(Exception):
+    """The turn is no longer running, or a newer attempt owns the step: store nothing."""
+
+
 def commit_completion(
     rt: Runtime,
     claim: Claim,
@@ -44,104 +48,115 @@ def commit_completion(
     latency_ms: int,
     depth_exceeded: bool,
 ) -> list[NextStep]:
+    """Store the step's answer and what follows from it, in one transaction of few round
+    trips: the session's counters and the turn's totals (ending it when nothing follows) are
+    each one `UPDATE … RETURNING`, taken in the lock order session → turn → step."""
     price = rt.providers.price(route.provider, route.model)
     cost = 0.0 if depth_exceeded else price.cost(completion.input_tokens, completion.output_tokens)
+    calls = [] if depth_exceeded else completion.tool_calls
+    end: str | None = None
+    error: dict[str, Any] | None = None
+    if depth_exceeded:
+        end = "failed"
+        error = {
+            "code": "depth_exceeded",
+            "message": f"stopped after {rt.settings.max_depth} model steps",
+        }
+    elif not calls:
+        end = "done"
     ended: Ended | None = None
     publish: list[NextStep] = []
-    with transaction(rt.db) as db:
-        repo.get_session(db, ctx.session_id, lock=True)
-        turn = repo.get_turn(db, claim.turn_id, lock=True)
-        if turn is None or turn.status != "running":
-            return []
-        if not step_store.finish_step(
-            db,
-            claim.step_id,
-            claim.attempt,
-            provider=route.provider,
-            model=route.model,
-            fallback_from=route.fallback_from,
-            input_tokens=completion.input_tokens,
-            output_tokens=completion.output_tokens,
-            cache_read_tokens=completion.cache_read_tokens,
-            cache_write_tokens=completion.cache_write_tokens,
-            cost_usd=cost,
-            latency_ms=latency_ms,
-        ):
-            return []  # fenced: a newer attempt owns this step
-        calls = [] if depth_exceeded else completion.tool_calls
-        repo.add_turn_warnings(
-            db,
-            claim.turn_id,
-            [
-                {"code": w.code, "message": w.message, "step": claim.step_no}
-                for w in completion.warnings
-            ],
-        )
-        repo.insert_message(
-            db,
-            session_id=ctx.session_id,
-            role="assistant",
-            content=completion.text,
-            turn_id=claim.turn_id,
-            step_id=claim.step_id,
-            tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
-            or None,
-        )
-        if not depth_exceeded:
-            record_model_call(
+    try:
+        with transaction(rt.db) as db:
+            session = repo.count_reply(
                 db,
-                claim,
-                ctx,
-                route,
+                ctx.session_id,
+                input_tokens=completion.input_tokens,
+                output_tokens=completion.output_tokens,
+                cost=cost,
+            )
+            turn = repo.add_model_step(
+                db,
+                claim.turn_id,
+                input_tokens=completion.input_tokens,
+                output_tokens=completion.output_tokens,
+                cost=cost,
+                model_steps=0 if depth_exceeded else 1,
+                end=end,
+                answer=completion.text if end else None,
+                error=error,
+            )
+            if turn is None:
+                raise _Refused
+            if not step_store.finish_step(
+                db,
+                claim.step_id,
+                claim.attempt,
+                provider=route.provider,
+                model=route.model,
+                fallback_from=route.fallback_from,
+                input_tokens=completion.input_tokens,
+                output_tokens=completion.output_tokens,
+                cache_read_tokens=completion.cache_read_tokens,
+                cache_write_tokens=completion.cache_write_tokens,
+                cost_usd=cost,
                 latency_ms=latency_ms,
-                input={"messages": len(ctx.messages), "tools": [t.name for t in ctx.tools]},
-                output={
-                    "text_chars": len(completion.text),
-                    "tool_calls": len(calls),
-                    "input_tokens": completion.input_tokens,
-                    "output_tokens": completion.output_tokens,
-                },
-            )
-        repo.add_turn_usage(
-            db,
-            claim.turn_id,
-            input_tokens=completion.input_tokens,
-            output_tokens=completion.output_tokens,
-            cost=cost,
-            model_steps=0 if depth_exceeded else 1,
-        )
-        repo.add_session_usage(
-            db,
-            ctx.session_id,
-            input_tokens=completion.input_tokens,
-            output_tokens=completion.output_tokens,
-            cost=cost,
-        )
-        if calls:
-            publish = _create_tool_steps(db, claim, calls)
-        elif depth_exceeded:
-            ended, publish = end_turn(
-                rt,
+            ):
+                raise _Refused
+            if completion.warnings:
+                repo.add_turn_warnings(
+                    db,
+                    claim.turn_id,
+                    [
+                        {"code": w.code, "message": w.message, "step": claim.step_no}
+                        for w in completion.warnings
+                    ],
+                )
+            repo.insert_message(
                 db,
                 session_id=ctx.session_id,
+                seq=session.last_message_seq,
+                role="assistant",
+                content=completion.text,
                 turn_id=claim.turn_id,
-                status="failed",
-                error={
-                    "code": "depth_exceeded",
-                    "message": f"stopped after {rt.settings.max_depth} model steps",
-                },
-                answer=completion.text,
+                step_id=claim.step_id,
+                tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+                or None,
             )
-        else:
-            ended, publish = end_turn(
-                rt,
-                db,
-                session_id=ctx.session_id,
-                turn_id=claim.turn_id,
-                status="done",
-                answer=completion.text,
-            )
-            publish += _maybe_summarize(rt, db, ctx, claim)
+            if not depth_exceeded:
+                record_model_call(
+                    db,
+                    claim,
+                    ctx,
+                    route,
+                    latency_ms=latency_ms,
+                    input={"messages": len(ctx.messages), "tools": [t.name for t in ctx.tools]},
+                    output={
+                        "text_chars": len(completion.text),
+                        "tool_calls": len(calls),
+                        "input_tokens": completion.input_tokens,
+                        "output_tokens": completion.output_tokens,
+                    },
+                )
+            if calls:
+                publish = _create_tool_steps(db, claim, calls)
+            else:
+                cut_off = step_store.cancel_open_steps(db, claim.turn_id)
+                ended = Ended(
+                    turn.id,
+                    turn.status,
+                    turn.input_tokens,
+                    turn.output_tokens,
+                    turn.cost_usd,
+                    turn.error,
+                    cut_off,
+                )
+                if session.last_turn_seq > turn.seq:  # a later turn may be waiting
+                    publish = promote_next(rt, db, ctx.session_id)
+                if end == "done":
+                    publish += _maybe_summarize(rt, db, session, claim)
+    except _Refused:
+        return []
     announce(rt, ended)
     return publish
 
@@ -171,9 +186,9 @@ def _create_tool_steps(db: Any, claim: Claim, calls: list[Any]) -> list[NextStep
     return publish
 
 
-def _maybe_summarize(rt: Runtime, db: Any, ctx: ModelContext, claim: Claim) -> list[NextStep]:
-    session = repo.get_session(db, ctx.session_id)
-    assert session is not None
+def _maybe_summarize(
+    rt: Runtime, db: Any, session: repo.SessionCounters, claim: Claim
+) -> list[NextStep]:
     if session.last_message_seq - session.summary_upto_seq <= rt.settings.history_window:
         return []
     step_no = step_store.last_step_no(db, claim.turn_id) + 1
