@@ -302,18 +302,72 @@ def active_turns(db: Db, session_id: uuid.UUID) -> Sequence[Turn]:
     )
 
 
-def insert_turn(db: Db, session: Session, **fields: Any) -> Turn:
-    session.last_turn_seq += 1
-    row = Turn(
-        tenant_id=session.tenant_id,
-        session_id=session.id,
-        seq=session.last_turn_seq,
-        status="queued",
-        **fields,
+def lock_session(db: Db, session_id: uuid.UUID, tenant_id: uuid.UUID) -> bool:
+    """Take the tenant's session's row lock; False when there is no such session."""
+    s = sessions_table.c
+    return (
+        db.execute(
+            select(s.id).where(s.id == session_id, s.tenant_id == tenant_id).with_for_update()
+        ).first()
+        is not None
     )
-    db.add(row)
-    db.flush()
-    return row
+
+
+@dataclass(frozen=True, slots=True)
+class NewTurn:
+    """A turn just stored: what the 202 response says of it, and the numbers its start uses."""
+
+    id: uuid.UUID
+    session_id: uuid.UUID
+    seq: int
+    status: str
+    message_seq: int | None = None
+    call_index: int | None = None
+
+
+def insert_turn(
+    db: Db,
+    *,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    start_timeout_s: float | None,
+    **fields: Any,
+) -> NewTurn:
+    """Number and store a turn: started at once (with its user message's seq and its first
+    model call's index reserved, in the same `UPDATE sessions`) when `start_timeout_s` is
+    given, else queued. Caller holds the session lock."""
+    s = sessions_table.c
+    values: dict[str, Any] = {"last_turn_seq": s.last_turn_seq + 1}
+    if start_timeout_s is not None:
+        values.update(last_message_seq=s.last_message_seq + 1, model_calls=s.model_calls + 1)
+    counters = db.execute(
+        update(sessions_table)
+        .where(s.id == session_id)
+        .values(**values)
+        .returning(s.last_turn_seq, s.last_message_seq, s.model_calls)
+    ).one()
+    turn = NewTurn(
+        id=uuid.uuid4(),
+        session_id=session_id,
+        seq=counters.last_turn_seq,
+        status="queued" if start_timeout_s is None else "running",
+        message_seq=None if start_timeout_s is None else counters.last_message_seq,
+        call_index=None if start_timeout_s is None else counters.model_calls - 1,
+    )
+    if start_timeout_s is not None:
+        started = now()
+        fields.update(started_at=started, deadline=started + timedelta(seconds=start_timeout_s))
+    db.execute(
+        insert(turns_table).values(
+            id=turn.id,
+            tenant_id=tenant_id,
+            session_id=session_id,
+            seq=turn.seq,
+            status=turn.status,
+            **fields,
+        )
+    )
+    return turn
 
 
 def start_turn(db: Db, turn: Turn, *, timeout_s: float) -> None:

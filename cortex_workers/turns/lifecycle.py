@@ -65,8 +65,12 @@ def create_model_step(
     session_id: uuid.UUID,
     step_no: int,
     parent_step_id: uuid.UUID | None = None,
+    call_index: int | None = None,
 ) -> list[NextStep]:
-    call_index = repo.next_model_call_index(db, session_id)
+    """The turn's next model step (numbered among the session's model calls unless the
+    caller reserved `call_index` already)."""
+    if call_index is None:
+        call_index = repo.next_model_call_index(db, session_id)
     step_id = step_store.insert_step(
         db,
         turn_id=turn_id,
@@ -89,6 +93,22 @@ def promote_next(rt: Runtime, db: Db, session_id: uuid.UUID) -> list[NextStep]:
         db, session_id=session_id, role="user", content=turn.content, turn_id=turn.id
     )
     return create_model_step(db, turn_id=turn.id, session_id=session_id, step_no=1)
+
+
+def start_new_turn(db: Db, turn: repo.NewTurn, content: str) -> list[NextStep]:
+    """The user message and first model step of a turn `repo.insert_turn` started."""
+    assert turn.message_seq is not None and turn.call_index is not None
+    repo.insert_message(
+        db,
+        session_id=turn.session_id,
+        seq=turn.message_seq,
+        role="user",
+        content=content,
+        turn_id=turn.id,
+    )
+    return create_model_step(
+        db, turn_id=turn.id, session_id=turn.session_id, step_no=1, call_index=turn.call_index
+    )
 
 
 def end_turn(

@@ -15,7 +15,7 @@ from ..runtime import Runtime
 from ..store import repo
 from ..store.db import transaction
 from ..store.models import Turn
-from .lifecycle import Ended, announce, end_turn, promote_next
+from .lifecycle import Ended, announce, end_turn, promote_next, start_new_turn
 from .steps import NextStep
 
 IfBusy = Literal["enqueue", "reject", "interrupt"]
@@ -25,7 +25,7 @@ IfBusy = Literal["enqueue", "reject", "interrupt"]
 class Submitted:
     """The accepted turn, whether this request created it, and what to publish."""
 
-    turn: Turn
+    turn: Turn | repo.NewTurn
     created: bool
     publish: list[NextStep] = field(default_factory=list)
 
@@ -80,8 +80,7 @@ def _submit(
 ) -> Submitted:
     ended: list[Ended] = []
     with transaction(rt.db) as db:
-        session = repo.get_session(db, session_id, tenant_id=tenant_id, lock=True)
-        if session is None:
+        if not repo.lock_session(db, session_id, tenant_id):
             raise NotFound(f"session {session_id} not found")
         if idempotency_key is not None:
             existing = repo.turn_by_idempotency_key(db, tenant_id, idempotency_key)
@@ -96,16 +95,32 @@ def _submit(
             )
         if active and if_busy == "interrupt":
             # Newest first, so ending the running turn promotes nothing already doomed.
-            for turn in reversed(active):
+            for old in reversed(active):
                 done, _ = end_turn(
-                    rt, db, session_id=session_id, turn_id=turn.id, status="cancelled"
+                    rt, db, session_id=session_id, turn_id=old.id, status="cancelled"
                 )
                 if done is not None:
                     ended.append(done)
+        # Nothing active now (an idle session, or everything interrupted): the turn starts at
+        # once, and the statement that numbers it also reserves its user message's seq and its
+        # model call's index. Otherwise it queues; if no turn is running (a lost promotion,
+        # the reconciler's case), the oldest queued one starts.
+        starts = not active or if_busy == "interrupt"
         turn = repo.insert_turn(
-            db, session, content=content, idempotency_key=idempotency_key, request_hash=digest
+            db,
+            tenant_id=tenant_id,
+            session_id=session_id,
+            start_timeout_s=rt.settings.turn_timeout_s if starts else None,
+            content=content,
+            idempotency_key=idempotency_key,
+            request_hash=digest,
         )
-        publish = promote_next(rt, db, session_id)
+        if starts:
+            publish = start_new_turn(db, turn, content)
+        elif not any(t.status == "running" for t in active):
+            publish = promote_next(rt, db, session_id)
+        else:
+            publish = []
     for done in ended:
         announce(rt, done)
     return Submitted(turn, created=True, publish=publish)
