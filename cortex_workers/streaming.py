@@ -155,15 +155,15 @@ def emit_terminal(
     is to be dropped, so the streamed text still equals the stored messages.
     """
     key = stream_key(turn_id)
+    pipe = client.pipeline(transaction=False)  # one round trip for all of them
     for seq, event, data in terminal_entries(done=done, error=error, discard=discard):
-        if data is None:
-            continue
-        try:
-            client.xadd(key, _fields(event, data), id=f"{TERMINAL_MS}-{seq}")
-        except ResponseError as exc:
-            if not _is_stale_id(exc):
-                raise
-    client.expire(key, ttl_s)
+        pipe.xadd(key, _fields(event, data), id=f"{TERMINAL_MS}-{seq}")
+    pipe.expire(key, ttl_s)
+    for result in pipe.execute(raise_on_error=False):
+        if isinstance(result, ResponseError) and _is_stale_id(result):
+            continue  # written already: this is a repeat
+        if isinstance(result, Exception):
+            raise result
 
 
 def terminal_entries(
