@@ -17,6 +17,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from cortex_workers.cli import QUEUE_POOLS
+
 from .common import Bench
 from .stack import BenchStack, BenchStackConfig, raise_fd_limit
 from .stats import table
@@ -61,10 +63,16 @@ def parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("throughput")
     g.add_argument("--tput-warmup", type=float, default=4.0, help="seconds before the window")
     g.add_argument("--tput-window", type=float, default=10.0, help="seconds counted")
-    g.add_argument("--tput-users", type=int, help="closed-loop clients (default 3 × concurrency)")
+    g.add_argument(
+        "--tput-users",
+        type=int,
+        default=96,
+        help="closed-loop clients (enough that the llm queue never runs dry; its mean length is "
+        "in the JSON)",
+    )
     g.add_argument(
         "--tput-pool",
-        default="threads:32",
+        default=f"{QUEUE_POOLS['llm'][0]}:{QUEUE_POOLS['llm'][1]}",
         help="pool:concurrency of the llm worker and of the chain worker (default: the "
         "shipped default of `cortex-workers worker --queues llm`)",
     )

@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil
 
-from cortex_workers.cli import CELERY_APP, worker_argv
+from cortex_workers.cli import CELERY_APP, QUEUE_POOLS, worker_argv
 from scripts.faults.stack import Proc, Stack, StackConfig
 
 # The product's defaults for delivery (the fault harness shortens them to provoke recovery),
@@ -48,8 +48,8 @@ class WorkerSpec:
     """How to run one Celery worker process: pool and concurrency, and whether the model
     provider is instrumented (time of the first token, see `scripts.bench.launch`)."""
 
-    pool: str = "threads"
-    concurrency: int = 32
+    pool: str = QUEUE_POOLS["llm"][0]
+    concurrency: int = QUEUE_POOLS["llm"][1]
     instrumented: bool = False
 
     @property
@@ -62,7 +62,7 @@ class BenchStackConfig(StackConfig):
     proc_env: dict[str, dict[str, str]] = field(default_factory=dict)
     """Extra environment per process name (e.g. a larger database pool for one worker)."""
     llm: WorkerSpec = field(default_factory=WorkerSpec)
-    """The `llm` worker the stack starts with (the shipped default: threads, 32)."""
+    """The `llm` worker the stack starts with (the shipped default of `cortex-workers worker`)."""
 
 
 class BenchStack(Stack):

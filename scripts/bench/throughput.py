@@ -224,7 +224,7 @@ def throughput(b: Bench) -> None:
     if (spec.pool, spec.concurrency) != (original.pool, original.concurrency):
         b.say(f"throughput: llm worker {spec.label}")
         stack.run_worker("llm", spec)
-    users = a.tput_users or max(3 * spec.concurrency, 16)
+    users = a.tput_users
     b.say(f"throughput: chain worker ({spec.label}) on queue {CHAIN_QUEUE}")
     stack.run_worker("chain", spec, queues=CHAIN_QUEUE, app=CHAIN_APP)
     turns = b.figure(
