@@ -89,25 +89,25 @@ def promote_next(rt: Runtime, db: Db, session_id: uuid.UUID) -> list[NextStep]:
         return []
     turn = active[0]
     repo.start_turn(db, turn, timeout_s=rt.settings.turn_timeout_s)
-    repo.insert_message(
-        db, session_id=session_id, role="user", content=turn.content, turn_id=turn.id
-    )
-    return create_model_step(db, turn_id=turn.id, session_id=session_id, step_no=1)
+    return first_step(db, turn_id=turn.id, session_id=session_id, content=turn.content)
 
 
-def start_new_turn(db: Db, turn: repo.NewTurn, content: str) -> list[NextStep]:
-    """The user message and first model step of a turn `repo.insert_turn` started."""
-    assert turn.message_seq is not None and turn.call_index is not None
+def first_step(
+    db: Db,
+    *,
+    turn_id: uuid.UUID,
+    session_id: uuid.UUID,
+    content: str,
+    message_seq: int | None = None,
+    call_index: int | None = None,
+) -> list[NextStep]:
+    """A started turn's user message and first model step, under the message seq and model
+    call index `repo.insert_turn` reserved, or allocated here when none was."""
     repo.insert_message(
-        db,
-        session_id=turn.session_id,
-        seq=turn.message_seq,
-        role="user",
-        content=content,
-        turn_id=turn.id,
+        db, session_id=session_id, seq=message_seq, role="user", content=content, turn_id=turn_id
     )
     return create_model_step(
-        db, turn_id=turn.id, session_id=turn.session_id, step_no=1, call_index=turn.call_index
+        db, turn_id=turn_id, session_id=session_id, step_no=1, call_index=call_index
     )
 
 

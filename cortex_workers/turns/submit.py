@@ -15,7 +15,7 @@ from ..runtime import Runtime
 from ..store import repo
 from ..store.db import transaction
 from ..store.models import Turn
-from .lifecycle import Ended, announce, end_turn, promote_next, start_new_turn
+from .lifecycle import Ended, announce, end_turn, first_step, promote_next
 from .steps import NextStep
 
 IfBusy = Literal["enqueue", "reject", "interrupt"]
@@ -116,7 +116,14 @@ def _submit(
             request_hash=digest,
         )
         if starts:
-            publish = start_new_turn(db, turn, content)
+            publish = first_step(
+                db,
+                turn_id=turn.id,
+                session_id=session_id,
+                content=content,
+                message_seq=turn.message_seq,
+                call_index=turn.call_index,
+            )
         elif not any(t.status == "running" for t in active):
             publish = promote_next(rt, db, session_id)
         else:
