@@ -67,8 +67,11 @@ class StepStream:
         key = stream_key(self.turn_id)
         try:
             if self.chunk == 0:
-                pipe = self.client.pipeline(transaction=False)
-                if self.step_no == FIRST_STEP_NO:
+                first = self.step_no == FIRST_STEP_NO
+                # the marker and the first entry as one transaction: a reader blocked on the
+                # stream wakes once, with both
+                pipe = self.client.pipeline(transaction=first)
+                if first:
                     # refused (stale id) once anything is in the stream: a marker only ever
                     # starts a stream that holds everything from the turn's beginning
                     pipe.xadd(key, _fields("open", {}), id=OPEN_ID)
@@ -193,6 +196,19 @@ def decode_entry(entry_id: bytes | str, fields: dict[Any, Any]) -> Entry:
 
     norm = {text(k): text(v) for k, v in fields.items()}
     return Entry(id=text(entry_id), event=norm.get("event", "message"), data=norm.get("data", "{}"))
+
+
+FIRST_ENTRY = (FIRST_STEP_NO * 1000 + 1, 0)
+"""The entry written right after the start marker: the first chunk of the first step's first
+attempt, written in the same transaction as the marker."""
+
+
+def follows(previous: tuple[int, int], at: tuple[int, int]) -> bool:
+    """Whether `at` directly follows `previous` in every stream that lost nothing between them:
+    the next chunk of the same step attempt, or the first entry right after the start marker."""
+    if at == (previous[0], previous[1] + 1):
+        return True
+    return previous == (0, 1) and at == FIRST_ENTRY
 
 
 def parse_entry_id(value: str) -> tuple[int, int] | None:

@@ -24,6 +24,7 @@ from ..streaming import (
     Entry,
     decode_entry,
     emit_terminal,
+    follows,
     parse_entry_id,
     stream_key,
     terminal_entries,
@@ -180,13 +181,14 @@ async def turn_events(
                 await run_in_threadpool(_ensure_terminal, rt, turn_id)
             continue
         waited = 0.0
+        whole = False  # this read saw the start marker: everything it returned is whole
         for entry_id, fields in reply[0][1]:
             entry = decode_entry(entry_id, fields)
             at = parse_entry_id(entry.id) or (0, 0)
             if entry.id == OPEN_ID:
-                cursor, position = entry.id, at
+                cursor, position, whole = entry.id, at, True
                 continue
-            if at != (position[0], position[1] + 1) and not await _whole(client, key):
+            if not whole and not follows(position, at) and not await _whole(client, key):
                 async for e in _after_loss(rt, turn_id, cursor):
                     yield e
                 return
