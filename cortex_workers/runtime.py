@@ -19,6 +19,7 @@ from .providers.limits import Health, RateLimiter
 from .providers.registry import ProviderRegistry
 from .settings import DEFAULT_CONFIG, Settings, config_path, get_settings
 from .store.db import make_engine, make_sessionmaker
+from .stream_writer import PipelinedWriter
 from .tools import ToolRegistry
 from .tools.loading import LoadedTools, load_tools
 
@@ -53,6 +54,11 @@ class Runtime:
             timeout=20,
         )
         return redis.Redis(connection_pool=pool)
+
+    @cached_property
+    def stream_writer(self) -> PipelinedWriter:
+        """Pipelined stream writes of this process's steps (their own connection)."""
+        return PipelinedWriter(self.redis.connection_pool)
 
     @cached_property
     def providers(self) -> ProviderRegistry:
@@ -94,6 +100,8 @@ class Runtime:
     def close(self) -> None:
         if "engine" in self.__dict__:
             self.engine.dispose()
+        if "stream_writer" in self.__dict__:
+            self.stream_writer.close()
         if "redis" in self.__dict__:
             self.redis.close()
             self.redis.connection_pool.disconnect()

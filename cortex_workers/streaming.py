@@ -24,6 +24,7 @@ import redis
 from redis.exceptions import ResponseError
 
 from .keys import cancel_key, notices_key, stream_key
+from .stream_writer import Outcome, PipelinedWriter
 
 __all__ = ["cancel_key", "notices_key", "stream_key"]
 
@@ -47,21 +48,29 @@ def _fields(event: str, data: dict[str, Any]) -> dict[Any, Any]:
 
 @dataclass
 class StepStream:
-    """The writer of one attempt of one step. `emit` returns False once the attempt is fenced."""
+    """The writer of one attempt of one step. `emit` returns False once the attempt is fenced.
+
+    With a `writer`, entries after the first are pipelined: `emit` returns before Redis has
+    replied, a refusal (fencing) or a failure shows at a later `emit`, and `flush` waits for
+    every reply. Without one, each `emit` waits for its reply.
+    """
 
     client: redis.Redis
     turn_id: uuid.UUID
     step_no: int
     attempt: int
     ttl_s: int
+    writer: PipelinedWriter | None = None
     chunk: int = field(default=0)
     fenced: bool = field(default=False)
+    outcome: Outcome = field(default_factory=Outcome)
 
     @property
     def ms(self) -> int:
         return self.step_no * 1000 + self.attempt
 
     def emit(self, event: str, data: dict[str, Any]) -> bool:
+        self._settle()
         if self.fenced:
             return False
         key = stream_key(self.turn_id)
@@ -81,6 +90,15 @@ class StepStream:
                 for result in results[-2:]:
                     if isinstance(result, Exception):
                         raise result
+            elif self.writer is not None:
+                fields = _fields(event, data)
+                self.writer.send(
+                    self.outcome,
+                    "XADD",
+                    key,
+                    f"{self.ms}-{self.chunk}",
+                    *[x for kv in fields.items() for x in kv],
+                )
             else:
                 self.client.xadd(key, _fields(event, data), id=f"{self.ms}-{self.chunk}")
         except ResponseError as exc:
@@ -90,6 +108,23 @@ class StepStream:
             return False
         self.chunk += 1
         return True
+
+    def flush(self) -> bool:
+        """Wait for the replies to every entry emitted; False if this attempt was fenced."""
+        if self.writer is not None:
+            self.writer.wait(self.outcome)
+            self._settle()
+        return not self.fenced
+
+    def _settle(self) -> None:
+        """Take in what the replies so far said: raise a failure, note a fencing."""
+        outcome = self.outcome
+        if outcome.failed is not None:
+            raise outcome.failed
+        if outcome.refused is not None:
+            if not _is_stale_id(outcome.refused):
+                raise outcome.refused
+            self.fenced = True
 
 
 def emit_batch_event(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import uuid
 from collections.abc import Iterator
@@ -11,6 +13,7 @@ import pytest
 import redis
 from support import Stack, wait_until
 
+from cortex_workers.stream_writer import CLIENT_NAME, PipelinedWriter
 from cortex_workers.streaming import (
     OPEN_ID,
     StepStream,
@@ -74,3 +77,62 @@ def test_which_entries_directly_follow_each_other(previous: str, at: str, expect
     p, a = parse_entry_id(previous), parse_entry_id(at)
     assert p is not None and a is not None
     assert follows(p, a) is expected
+
+
+@pytest.fixture
+def writer(r: redis.Redis) -> Iterator[PipelinedWriter]:
+    w = PipelinedWriter(r.connection_pool, reply_timeout_s=10)
+    yield w
+    w.close()
+
+
+def test_pipelined_entries_land_in_order_and_flush_waits_for_them(
+    r: redis.Redis, writer: PipelinedWriter
+) -> None:
+    turn = uuid.uuid4()
+    stream = StepStream(r, turn, 1, 1, ttl_s=60, writer=writer)
+    for i in range(200):
+        assert stream.emit("token", {"text": str(i)})
+    assert stream.flush() and stream.outcome.in_flight == 0
+    entries = r.xrange(stream_key(turn))
+    assert [i.decode() for i, _ in entries][:3] == [OPEN_ID, "1001-0", "1001-1"]  # type: ignore[union-attr]
+    texts = [json.loads(f[b"data"])["text"] for _, f in entries[1:]]  # type: ignore[index]
+    assert texts == [str(i) for i in range(200)]
+
+
+def test_a_pipelined_attempt_sees_it_was_fenced_at_its_next_emit_or_its_flush(
+    r: redis.Redis, writer: PipelinedWriter
+) -> None:
+    turn = uuid.uuid4()
+    old = StepStream(r, turn, 1, 1, ttl_s=60, writer=writer)
+    assert old.emit("token", {"text": "a"})
+    assert StepStream(r, turn, 1, 2, ttl_s=60).emit("step_restart", {"step": 1, "attempt": 2})
+    assert old.emit("token", {"text": "sent before the refusal is known"})
+    assert not old.flush() and old.fenced
+    assert not old.emit("token", {"text": "never sent"})
+    assert _ids(r, turn) == [OPEN_ID, "1001-0", "1002-0"]
+
+
+def test_a_broken_connection_fails_the_writes_in_flight_and_the_next_ones_reconnect(
+    r: redis.Redis, writer: PipelinedWriter
+) -> None:
+    turn = uuid.uuid4()
+    stream = StepStream(r, turn, 1, 1, ttl_s=60, writer=writer)
+    assert stream.emit("token", {"text": "a"}) and stream.emit("token", {"text": "b"})
+    assert stream.flush()
+    name = f"{CLIENT_NAME}-{os.getpid()}"
+    (mine,) = [c for c in r.client_list() if c.get("name") == name]
+    r.client_pause(2000, all=False)  # writes wait: the next entries stay in flight
+    try:
+        assert stream.emit("token", {"text": "in flight"})
+        r.client_kill_filter(_id=mine["id"])
+    finally:
+        r.client_unpause()
+    with pytest.raises(redis.ConnectionError):
+        stream.flush()
+    with pytest.raises(redis.ConnectionError):
+        stream.emit("token", {"text": "after the failure"})  # this attempt stops here
+    fresh = StepStream(r, uuid.uuid4(), 1, 1, ttl_s=60, writer=writer)
+    assert fresh.emit("token", {"text": "x"}) and fresh.emit("token", {"text": "y"})
+    assert fresh.flush()
+    assert _ids(r, turn) == [OPEN_ID, "1001-0", "1001-1"]

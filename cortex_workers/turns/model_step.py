@@ -96,6 +96,7 @@ def _run_claimed(rt: Runtime, claim: Claim, ctx: ModelContext, lease: Lease) -> 
         claim.step_no,
         claim.attempt,
         ttl_s=int(rt.settings.turn_timeout_s + rt.settings.stream_ttl_s),
+        writer=rt.stream_writer,
     )
     if claim.attempt > 1:
         stream.emit("step_restart", {"step": claim.step_no, "attempt": claim.attempt})
@@ -125,15 +126,15 @@ def _run_claimed(rt: Runtime, claim: Claim, ctx: ModelContext, lease: Lease) -> 
         rt.health.record_success(route.provider)
         record_output_tokens(rt, route, completion.output_tokens)
     latency_ms = int((time.monotonic() - started) * 1000)
-    if not stream.emit(
-        "message", {"role": "assistant", "content": completion.text, "step": claim.step_no}
-    ):
-        return []
+    stream.emit("message", {"role": "assistant", "content": completion.text, "step": claim.step_no})
     for call in completion.tool_calls:
         stream.emit(
             "tool_call",
             {"id": call.id, "name": call.name, "arguments": call.arguments, "step": claim.step_no},
         )
+    # every event of the step is in the stream before its tool batch or the end can follow
+    if not stream.flush():
+        return []
     return commit_completion(
         rt, claim, ctx, route, completion, latency_ms=latency_ms, depth_exceeded=depth_exceeded
     )
