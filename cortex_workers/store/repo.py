@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
@@ -26,6 +26,82 @@ from .models import (
     steps_table,
     turns_table,
 )
+
+# Statements of the hot path, built once (see `store.steps`): parameters bound by name
+# (`b_…`, `d_…` for amounts added), the values of a SET or an INSERT as column keys.
+_m, _ss, _st, _tt = messages_table.c, sessions_table.c, steps_table.c, turns_table.c
+
+_INSERT_MESSAGE = insert(messages_table).on_conflict_do_nothing().returning(_m.seq)
+
+_CONTEXT_MESSAGES = (
+    select(messages_table)
+    .where(_m.session_id == bindparam("b_session_id"), _m.seq >= bindparam("b_from_seq"))
+    .order_by(_m.seq)
+)
+
+_COUNT_REPLY = (
+    update(sessions_table)
+    .where(_ss.id == bindparam("b_session_id"))
+    .values(
+        last_message_seq=_ss.last_message_seq + 1,
+        input_tokens=_ss.input_tokens + bindparam("d_input"),
+        output_tokens=_ss.output_tokens + bindparam("d_output"),
+        cost_usd=_ss.cost_usd + bindparam("d_cost"),
+    )
+    .returning(_ss.last_message_seq, _ss.summary_upto_seq, _ss.last_turn_seq)
+)
+
+_ADD_MODEL_STEP = (
+    update(turns_table)
+    .where(_tt.id == bindparam("b_turn_id"), _tt.status == "running")
+    .values(
+        input_tokens=_tt.input_tokens + bindparam("d_input"),
+        output_tokens=_tt.output_tokens + bindparam("d_output"),
+        cost_usd=_tt.cost_usd + bindparam("d_cost"),
+        model_steps=_tt.model_steps + bindparam("d_model_steps"),
+    )
+    .returning(
+        _tt.id, _tt.seq, _tt.status, _tt.input_tokens, _tt.output_tokens, _tt.cost_usd, _tt.error
+    )
+)
+
+
+def _model_step_view(with_parent: bool) -> Any:
+    user_seq = (
+        select(_m.seq)
+        .where(_m.turn_id == bindparam("b_turn_id"), _m.role == "user")
+        .scalar_subquery()
+        .label("user_seq")
+    )
+    columns: list[Any] = [
+        _tt.model_steps,
+        _ss.id,
+        _ss.tenant_id,
+        _ss.system_prompt,
+        _ss.provider,
+        _ss.model,
+        _ss.tools,
+        _ss["metadata"].label("session_metadata"),
+        _ss.summary,
+        _ss.summary_upto_seq,
+        _ss.last_message_seq,
+        user_seq,
+    ]
+    if with_parent:
+        columns.append(
+            select(_st.step_no)
+            .where(_st.id == bindparam("b_parent_step_id"))
+            .scalar_subquery()
+            .label("parent_step_no")
+        )
+    return (
+        select(*columns)
+        .select_from(turns_table.join(sessions_table, _ss.id == _tt.session_id))
+        .where(_tt.id == bindparam("b_turn_id"))
+    )
+
+
+_MODEL_STEP_VIEW = {False: _model_step_view(False), True: _model_step_view(True)}
 
 ACTIVE = ("queued", "running")
 TERMINAL = ("done", "failed", "cancelled")
@@ -96,19 +172,15 @@ def insert_message(
     or None when it was already stored (redelivery)."""
     if seq is None:
         seq = allocate_message_seq(db, session_id)
-    stored = db.execute(
-        insert(messages_table)
-        .values(
-            id=uuid.uuid4(),
-            session_id=session_id,
-            seq=seq,
-            role=role,
-            content=storable_text(content),
-            **{k: storable_json(v) if k == "tool_calls" else v for k, v in fields.items()},
-        )
-        .on_conflict_do_nothing()
-        .returning(messages_table.c.seq)
-    ).scalar_one_or_none()
+    row = {
+        "id": uuid.uuid4(),
+        "session_id": session_id,
+        "seq": seq,
+        "role": role,
+        "content": storable_text(content),
+        **{k: storable_json(v) if k == "tool_calls" else v for k, v in fields.items()},
+    }
+    stored: int | None = db.execute(_INSERT_MESSAGE, row).scalar_one_or_none()
     return stored
 
 
@@ -128,50 +200,17 @@ def list_messages(db: Db, session_id: uuid.UUID, *, after: int, limit: int) -> S
 def context_messages(db: Db, session_id: uuid.UUID, *, from_seq: int) -> Sequence[Any]:
     """Messages the model may see: from `from_seq` on, in order (rows with the columns of
     `messages`)."""
-    m = messages_table.c
-    return db.execute(
-        select(messages_table).where(m.session_id == session_id, m.seq >= from_seq).order_by(m.seq)
-    ).all()
+    return db.execute(_CONTEXT_MESSAGES, {"b_session_id": session_id, "b_from_seq": from_seq}).all()
 
 
 def model_step_view(db: Db, turn_id: uuid.UUID, parent_step_id: uuid.UUID | None) -> Any:
     """What a model step reads about its turn and session, in one query: the turn's
     `model_steps`, the session's columns, the seq of the turn's user message (`user_seq`) and
     the step_no of the step's parent (`parent_step_no`)."""
-    t, s, m = turns_table.c, sessions_table.c, messages_table.c
-    user_seq = (
-        select(m.seq)
-        .where(m.turn_id == turn_id, m.role == "user")
-        .scalar_subquery()
-        .label("user_seq")
-    )
-    columns: list[Any] = [
-        t.model_steps,
-        s.id,
-        s.tenant_id,
-        s.system_prompt,
-        s.provider,
-        s.model,
-        s.tools,
-        s["metadata"].label("session_metadata"),
-        s.summary,
-        s.summary_upto_seq,
-        s.last_message_seq,
-        user_seq,
-    ]
+    params: dict[str, Any] = {"b_turn_id": turn_id}
     if parent_step_id is not None:
-        st = steps_table.c
-        columns.append(
-            select(st.step_no)
-            .where(st.id == parent_step_id)
-            .scalar_subquery()
-            .label("parent_step_no")
-        )
-    return db.execute(
-        select(*columns)
-        .select_from(turns_table.join(sessions_table, s.id == t.session_id))
-        .where(t.id == turn_id)
-    ).one()
+        params["b_parent_step_id"] = parent_step_id
+    return db.execute(_MODEL_STEP_VIEW[parent_step_id is not None], params).one()
 
 
 def messages_between(db: Db, session_id: uuid.UUID, *, after: int, upto: int) -> Sequence[Message]:
@@ -226,18 +265,13 @@ def count_reply(
 ) -> SessionCounters:
     """Allocate the seq of a model reply and add its usage to the session, in one statement
     (which takes the session's row lock)."""
-    t = sessions_table.c
-    row = db.execute(
-        update(sessions_table)
-        .where(t.id == session_id)
-        .values(
-            last_message_seq=t.last_message_seq + 1,
-            input_tokens=t.input_tokens + input_tokens,
-            output_tokens=t.output_tokens + output_tokens,
-            cost_usd=t.cost_usd + cost,
-        )
-        .returning(t.last_message_seq, t.summary_upto_seq, t.last_turn_seq)
-    ).one()
+    params = {
+        "b_session_id": session_id,
+        "d_input": input_tokens,
+        "d_output": output_tokens,
+        "d_cost": cost,
+    }
+    row = db.execute(_COUNT_REPLY, params).one()
     return SessionCounters(row.last_message_seq, row.summary_upto_seq, row.last_turn_seq)
 
 
@@ -448,25 +482,20 @@ def add_model_step(
 ) -> TurnTotals | None:
     """Add a model step's usage to a running turn and, with `end`, move it to that terminal
     status, in one statement; None when the turn is no longer running."""
-    t = turns_table.c
-    values: dict[str, Any] = {
-        "input_tokens": t.input_tokens + input_tokens,
-        "output_tokens": t.output_tokens + output_tokens,
-        "cost_usd": t.cost_usd + cost,
-        "model_steps": t.model_steps + model_steps,
+    params: dict[str, Any] = {
+        "b_turn_id": turn_id,
+        "d_input": input_tokens,
+        "d_output": output_tokens,
+        "d_cost": cost,
+        "d_model_steps": model_steps,
     }
     if end is not None:
-        values.update(status=end, finished_at=now())
+        params.update(status=end, finished_at=now())
         if answer is not None:
-            values["answer"] = storable_text(answer)
+            params["answer"] = storable_text(answer)
         if error is not None:
-            values["error"] = error
-    row = db.execute(
-        update(turns_table)
-        .where(t.id == turn_id, t.status == "running")
-        .values(**values)
-        .returning(t.id, t.seq, t.status, t.input_tokens, t.output_tokens, t.cost_usd, t.error)
-    ).first()
+            params["error"] = error
+    row = db.execute(_ADD_MODEL_STEP, params).first()
     if row is None:
         return None
     return TurnTotals(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, tuple_, update
+from sqlalchemy import Interval, and_, bindparam, func, or_, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
@@ -56,37 +56,68 @@ def last_step_no(db: Db, turn_id: uuid.UUID) -> int:
     ).scalar_one()
 
 
+# The statements every step runs are built once: a statement object that is reused is not
+# rebuilt on each call and keeps its cache key, which SQLAlchemy otherwise computes per call.
+# Their parameters are bound by name (`b_…`); the values of a SET come in as column keys.
+_s, _t = steps_table.c, turns_table.c
+
+_CLAIM = (
+    update(steps_table)
+    .where(
+        _s.id == bindparam("b_step_id"),
+        or_(
+            _s.status == "pending",
+            and_(_s.status == "leased", _s.lease_until < func.now()),
+        ),
+        _s.available_at <= func.now() + timedelta(seconds=1),
+        or_(
+            _s.kind == "summarize",
+            select(_t.id).where(_t.id == _s.turn_id, _t.status == "running").exists(),
+        ),
+    )
+    .values(
+        status="leased",
+        attempt=_s.attempt + 1,
+        lease_until=func.now() + bindparam("b_lease", type_=Interval()),
+    )
+    .returning(
+        _s.id,
+        _s.turn_id,
+        _s.step_no,
+        _s.kind,
+        _s.attempt,
+        _s.parent_step_id,
+        _s.call_index,
+        _s.tool_call_id,
+    )
+)
+
+_FINISH = (
+    update(steps_table)
+    .where(
+        _s.id == bindparam("b_step_id"),
+        _s.attempt == bindparam("b_attempt"),
+        _s.status == "leased",
+    )
+    .returning(_s.id)
+)
+
+_CANCEL_OPEN = (
+    update(steps_table)
+    .where(
+        _s.turn_id == bindparam("b_turn_id"),
+        _s.status.in_(("pending", "leased")),
+        _s.kind != "summarize",
+    )
+    .returning(_s.step_no, _s.attempt, _s.kind)
+)
+
+_INSERT_DECISION = insert(decisions_table)
+
+
 def claim_step(db: Db, step_id: uuid.UUID, *, lease_s: float) -> Claim | None:
     """Lease a pending (or lease-expired) step of a live turn; None means someone else has it."""
-    t, turn = steps_table.c, turns_table.c
-    live_turn = select(turn.id).where(turn.id == t.turn_id, turn.status == "running")
-    row = db.execute(
-        update(steps_table)
-        .where(
-            t.id == step_id,
-            or_(
-                t.status == "pending",
-                and_(t.status == "leased", t.lease_until < func.now()),
-            ),
-            t.available_at <= func.now() + timedelta(seconds=1),
-            or_(t.kind == "summarize", live_turn.exists()),
-        )
-        .values(
-            status="leased",
-            attempt=t.attempt + 1,
-            lease_until=func.now() + timedelta(seconds=lease_s),
-        )
-        .returning(
-            t.id,
-            t.turn_id,
-            t.step_no,
-            t.kind,
-            t.attempt,
-            t.parent_step_id,
-            t.call_index,
-            t.tool_call_id,
-        )
-    ).first()
+    row = db.execute(_CLAIM, {"b_step_id": step_id, "b_lease": timedelta(seconds=lease_s)}).first()
     if row is None:
         return None
     return Claim(
@@ -121,16 +152,9 @@ def renew_leases(
 
 def finish_step(db: Db, step_id: uuid.UUID, attempt: int, **fields: Any) -> bool:
     """Mark our attempt done; False means a newer attempt owns the step (we are a zombie)."""
-    t = steps_table.c
-    return (
-        db.execute(
-            update(steps_table)
-            .where(t.id == step_id, t.attempt == attempt, t.status == "leased")
-            .values(status="done", finished_at=now(), lease_until=None, error=None, **fields)
-            .returning(t.id)
-        ).first()
-        is not None
-    )
+    values = {"status": "done", "finished_at": now(), "lease_until": None, "error": None}
+    params = {"b_step_id": step_id, "b_attempt": attempt, **values, **fields}
+    return db.execute(_FINISH, params).first() is not None
 
 
 def release_for_retry(
@@ -184,17 +208,8 @@ def fail_step(db: Db, step_id: uuid.UUID, *, error: dict[str, Any]) -> None:
 def cancel_open_steps(db: Db, turn_id: uuid.UUID) -> tuple[int, int] | None:
     """Cancel the turn's unfinished steps; returns (step_no, attempt) of the last model step
     among them that had been claimed (cut off mid-stream), if any."""
-    t = steps_table.c
-    rows = db.execute(
-        update(steps_table)
-        .where(
-            t.turn_id == turn_id,
-            t.status.in_(("pending", "leased")),
-            t.kind != "summarize",
-        )
-        .values(status="cancelled", finished_at=now(), lease_until=None)
-        .returning(t.step_no, t.attempt, t.kind)
-    ).all()
+    values = {"status": "cancelled", "finished_at": now(), "lease_until": None}
+    rows = db.execute(_CANCEL_OPEN, {"b_turn_id": turn_id, **values}).all()
     claimed = [(r.step_no, r.attempt) for r in rows if r.kind == "model" and r.attempt > 0]
     return max(claimed) if claimed else None
 
@@ -279,4 +294,4 @@ def mark_republished(db: Db, step: Step) -> None:
 
 def record_decision(db: Db, **fields: Any) -> None:
     """Append one audit row."""
-    db.execute(insert(decisions_table).values(**fields))
+    db.execute(_INSERT_DECISION, fields)
