@@ -104,6 +104,34 @@ def _model_step_view(with_parent: bool) -> Any:
 _MODEL_STEP_VIEW = {False: _model_step_view(False), True: _model_step_view(True)}
 
 ACTIVE = ("queued", "running")
+
+_LOCK_SESSION = (
+    select(_ss.id)
+    .where(_ss.id == bindparam("b_session_id"), _ss.tenant_id == bindparam("b_tenant_id"))
+    .with_for_update()
+)
+
+_ACTIVE_TURNS = (
+    select(Turn)
+    .where(Turn.session_id == bindparam("b_session_id"), Turn.status.in_(ACTIVE))
+    .order_by(Turn.seq)
+)
+
+
+def _number_turn(starts: bool) -> Any:
+    values: dict[str, Any] = {"last_turn_seq": _ss.last_turn_seq + 1}
+    if starts:
+        values.update(last_message_seq=_ss.last_message_seq + 1, model_calls=_ss.model_calls + 1)
+    return (
+        update(sessions_table)
+        .where(_ss.id == bindparam("b_session_id"))
+        .values(**values)
+        .returning(_ss.last_turn_seq, _ss.last_message_seq, _ss.model_calls)
+    )
+
+
+_NUMBER_TURN = {False: _number_turn(False), True: _number_turn(True)}
+_INSERT_TURN = insert(turns_table)
 TERMINAL = ("done", "failed", "cancelled")
 
 
@@ -325,26 +353,13 @@ def turn_by_idempotency_key(db: Db, tenant_id: uuid.UUID, key: str) -> Turn | No
 
 def active_turns(db: Db, session_id: uuid.UUID) -> Sequence[Turn]:
     """Running and queued turns of the session, oldest first."""
-    return (
-        db.execute(
-            select(Turn)
-            .where(Turn.session_id == session_id, Turn.status.in_(ACTIVE))
-            .order_by(Turn.seq)
-        )
-        .scalars()
-        .all()
-    )
+    return db.execute(_ACTIVE_TURNS, {"b_session_id": session_id}).scalars().all()
 
 
 def lock_session(db: Db, session_id: uuid.UUID, tenant_id: uuid.UUID) -> bool:
     """Take the tenant's session's row lock; False when there is no such session."""
-    s = sessions_table.c
-    return (
-        db.execute(
-            select(s.id).where(s.id == session_id, s.tenant_id == tenant_id).with_for_update()
-        ).first()
-        is not None
-    )
+    params = {"b_session_id": session_id, "b_tenant_id": tenant_id}
+    return db.execute(_LOCK_SESSION, params).first() is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,16 +385,8 @@ def insert_turn(
     """Number and store a turn: started at once (with its user message's seq and its first
     model call's index reserved, in the same `UPDATE sessions`) when `start_timeout_s` is
     given, else queued. Caller holds the session lock."""
-    s = sessions_table.c
-    values: dict[str, Any] = {"last_turn_seq": s.last_turn_seq + 1}
-    if start_timeout_s is not None:
-        values.update(last_message_seq=s.last_message_seq + 1, model_calls=s.model_calls + 1)
-    counters = db.execute(
-        update(sessions_table)
-        .where(s.id == session_id)
-        .values(**values)
-        .returning(s.last_turn_seq, s.last_message_seq, s.model_calls)
-    ).one()
+    number = _NUMBER_TURN[start_timeout_s is not None]
+    counters = db.execute(number, {"b_session_id": session_id}).one()
     turn = NewTurn(
         id=uuid.uuid4(),
         session_id=session_id,
@@ -391,16 +398,15 @@ def insert_turn(
     if start_timeout_s is not None:
         started = now()
         fields.update(started_at=started, deadline=started + timedelta(seconds=start_timeout_s))
-    db.execute(
-        insert(turns_table).values(
-            id=turn.id,
-            tenant_id=tenant_id,
-            session_id=session_id,
-            seq=turn.seq,
-            status=turn.status,
-            **fields,
-        )
-    )
+    row = {
+        "id": turn.id,
+        "tenant_id": tenant_id,
+        "session_id": session_id,
+        "seq": turn.seq,
+        "status": turn.status,
+        **fields,
+    }
+    db.execute(_INSERT_TURN, row)
     return turn
 
 

@@ -34,20 +34,9 @@ def insert_step(
     db: Db, *, turn_id: uuid.UUID, step_no: int, kind: str, **fields: Any
 ) -> uuid.UUID | None:
     """Create a pending step; None if (turn, step_no) exists already (a redelivered writer)."""
-    return db.execute(
-        insert(Step)
-        .values(
-            id=uuid.uuid4(),
-            turn_id=turn_id,
-            step_no=step_no,
-            kind=kind,
-            status="pending",
-            published_at=func.now(),
-            **fields,
-        )
-        .on_conflict_do_nothing()
-        .returning(Step.id)
-    ).scalar_one_or_none()
+    row = {"id": uuid.uuid4(), "turn_id": turn_id, "step_no": step_no, "kind": kind, **fields}
+    step_id: uuid.UUID | None = db.execute(_INSERT_STEP, row).scalar_one_or_none()
+    return step_id
 
 
 def last_step_no(db: Db, turn_id: uuid.UUID) -> int:
@@ -113,6 +102,13 @@ _CANCEL_OPEN = (
 )
 
 _INSERT_DECISION = insert(decisions_table)
+
+_INSERT_STEP = (
+    insert(steps_table)
+    .values(status="pending", published_at=func.now())
+    .on_conflict_do_nothing()
+    .returning(_s.id)
+)
 
 
 def claim_step(db: Db, step_id: uuid.UUID, *, lease_s: float) -> Claim | None:
