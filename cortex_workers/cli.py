@@ -18,7 +18,7 @@ from .settings import get_settings
 
 CELERY_APP = "config.celery_app:app"
 ASGI_APP = "config.asgi:app"
-QUEUE_POOLS = {"llm": ("gevent", 500), "tools": ("threads", 32)}
+QUEUE_POOLS = {"llm": ("gevent", 1000), "tools": ("threads", 32)}
 """Model steps wait on providers' streams through sockets: greenlets hold hundreds of them per
 process for less CPU than threads (docs/benchmarks.md). Tools stay on threads: a tool that
 computes without yielding would stall every greenlet of its process, and its timeout could not
