@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from support import Api, Event, stored_text, text_of
+import redis
+from support import Api, Event, Stack, free_port, stored_text, text_of, wait_until
 
 SLOW = {"text": "one two three four five six seven eight nine ten", "token_ms": 150}
 
@@ -186,3 +188,38 @@ def test_many_clients_opening_one_turn_at_once_all_get_it_live(
         assert [e.event for e in events] == ["token"] * 10 + ["message", "done"]
         assert text_of(events) == text
     assert client.wait_turn(tid)["status"] == "done"
+
+
+def test_a_session_stream_whose_redis_reader_fails_ends_instead_of_hanging(
+    client: Api, stack: Stack
+) -> None:
+    """The API loses Redis for good while a session stream waits for notices: the stream
+    ends (the client resumes with Last-Event-ID) rather than sending pings forever."""
+    from config.asgi import app
+
+    sid = client.scripted_session({"text": "x"})
+    ended = threading.Event()
+
+    def follow() -> None:
+        client.events(f"/v1/sessions/{sid}/events", timeout=30)
+        ended.set()
+
+    reader = threading.Thread(target=follow, daemon=True)
+    reader.start()
+    admin = redis.Redis.from_url(stack.redis_url)
+    pool = app.state.redis.connection_pool
+    real_port = pool.connection_kwargs["port"]
+    try:
+        wait_until(
+            lambda: any(c.get("cmd") == "xread" for c in admin.client_list()),
+            what="the stream's reader blocked",
+        )
+        pool.connection_kwargs["port"] = free_port()  # nothing listens: reconnecting fails
+        for c in admin.client_list():
+            if c.get("cmd") == "xread":
+                admin.client_kill_filter(_id=c["id"])
+        assert ended.wait(20), "the stream kept going without its reader"
+    finally:
+        pool.connection_kwargs["port"] = real_port
+        admin.close()
+    reader.join(5)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
+from redis.exceptions import RedisError
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ...errors import InvalidRequest, NotFound
@@ -25,6 +27,8 @@ from ..deps import RuntimeDep, TenantDep
 from ..sse import turn_events
 from ..turn_lookup import TurnLookups
 from ..views import require_session
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["events"])
 SSE_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -66,8 +70,11 @@ async def turn_stream(
     client = request.app.state.redis
 
     async def events() -> AsyncIterator[ServerSentEvent]:
-        async for e in turn_events(rt, client, turn_id, last_id=cursor, running=running):
-            yield ServerSentEvent(data=e.data, event=e.event, id=e.id)
+        try:
+            async for e in turn_events(rt, client, turn_id, last_id=cursor, running=running):
+                yield ServerSentEvent(data=e.data, event=e.event, id=e.id)
+        except RedisError as exc:  # the stream ends; the client resumes with Last-Event-ID
+            log.warning("turn %s: event stream ended early: %s", turn_id, exc)
 
     return EventSourceResponse(events(), ping=int(rt.settings.sse_ping_s))
 
@@ -165,12 +172,27 @@ async def session_stream(
                 last = entry.id
                 await queue.put(("notice", entry))
 
+    async def feed(produce: Any, queue: asyncio.Queue[tuple[str, Any]]) -> None:
+        try:
+            await produce(queue)
+        except Exception as exc:  # a reader failed: the stream ends (see below)
+            await queue.put(("failed", exc))
+
     async def events() -> AsyncIterator[ServerSentEvent]:
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=256)
-        tasks = [asyncio.create_task(turns(queue)), asyncio.create_task(notices(queue))]
+        tasks = [
+            asyncio.create_task(feed(turns, queue)),
+            asyncio.create_task(feed(notices, queue)),
+        ]
         try:
             while True:
                 kind, item = await queue.get()
+                if kind == "failed":
+                    # Redis (or Postgres) failed under one of the readers: end the stream
+                    # rather than leave the client waiting on a reader that is gone; it
+                    # resumes with Last-Event-ID.
+                    log.warning("session %s: event stream ended early: %s", session_id, item)
+                    return
                 if kind == "turn":
                     seq, turn_id, e = item
                     cursor.seq, cursor.entry = seq, e.id
