@@ -19,7 +19,8 @@ _CACHE_TTL_S = 30.0
 _key_cache: dict[str, tuple[uuid.UUID, float]] = {}
 
 
-def runtime() -> Runtime:
+async def runtime() -> Runtime:
+    """Async so that FastAPI calls it on the event loop, not through the thread pool."""
     return get_runtime()
 
 
