@@ -23,13 +23,12 @@ from .models import (
     Turn,
     messages_table,
     sessions_table,
-    steps_table,
     turns_table,
 )
 
 # Statements of the hot path, built once (see `store.steps`): parameters bound by name
 # (`b_…`, `d_…` for amounts added), the values of a SET or an INSERT as column keys.
-_m, _ss, _st, _tt = messages_table.c, sessions_table.c, steps_table.c, turns_table.c
+_m, _ss, _tt = messages_table.c, sessions_table.c, turns_table.c
 
 _INSERT_MESSAGE = insert(messages_table).on_conflict_do_nothing().returning(_m.seq)
 
@@ -65,43 +64,6 @@ _ADD_MODEL_STEP = (
     )
 )
 
-
-def _model_step_view(with_parent: bool) -> Any:
-    user_seq = (
-        select(_m.seq)
-        .where(_m.turn_id == bindparam("b_turn_id"), _m.role == "user")
-        .scalar_subquery()
-        .label("user_seq")
-    )
-    columns: list[Any] = [
-        _tt.model_steps,
-        _ss.id,
-        _ss.tenant_id,
-        _ss.system_prompt,
-        _ss.provider,
-        _ss.model,
-        _ss.tools,
-        _ss["metadata"].label("session_metadata"),
-        _ss.summary,
-        _ss.summary_upto_seq,
-        _ss.last_message_seq,
-        user_seq,
-    ]
-    if with_parent:
-        columns.append(
-            select(_st.step_no)
-            .where(_st.id == bindparam("b_parent_step_id"))
-            .scalar_subquery()
-            .label("parent_step_no")
-        )
-    return (
-        select(*columns)
-        .select_from(turns_table.join(sessions_table, _ss.id == _tt.session_id))
-        .where(_tt.id == bindparam("b_turn_id"))
-    )
-
-
-_MODEL_STEP_VIEW = {False: _model_step_view(False), True: _model_step_view(True)}
 
 ACTIVE = ("queued", "running")
 
@@ -229,16 +191,6 @@ def context_messages(db: Db, session_id: uuid.UUID, *, from_seq: int) -> Sequenc
     """Messages the model may see: from `from_seq` on, in order (rows with the columns of
     `messages`)."""
     return db.execute(_CONTEXT_MESSAGES, {"b_session_id": session_id, "b_from_seq": from_seq}).all()
-
-
-def model_step_view(db: Db, turn_id: uuid.UUID, parent_step_id: uuid.UUID | None) -> Any:
-    """What a model step reads about its turn and session, in one query: the turn's
-    `model_steps`, the session's columns, the seq of the turn's user message (`user_seq`) and
-    the step_no of the step's parent (`parent_step_no`)."""
-    params: dict[str, Any] = {"b_turn_id": turn_id}
-    if parent_step_id is not None:
-        params["b_parent_step_id"] = parent_step_id
-    return db.execute(_MODEL_STEP_VIEW[parent_step_id is not None], params).one()
 
 
 def messages_between(db: Db, session_id: uuid.UUID, *, after: int, upto: int) -> Sequence[Message]:

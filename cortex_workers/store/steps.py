@@ -12,7 +12,15 @@ from sqlalchemy import Interval, and_, bindparam, func, or_, select, tuple_, upd
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
-from .models import Step, Turn, decisions_table, steps_table, turns_table
+from .models import (
+    Step,
+    Turn,
+    decisions_table,
+    messages_table,
+    sessions_table,
+    steps_table,
+    turns_table,
+)
 from .repo import now
 
 
@@ -81,6 +89,56 @@ _CLAIM = (
     )
 )
 
+
+def _with_view(step: Any) -> Any:
+    """`step`'s columns, and what a model step reads about its turn and session: the turn's
+    `model_steps`, the session's columns, the seq of the turn's user message (`user_seq`) and
+    the step_no of the step's parent (`parent_step_no`)."""
+    c, ss, m = step.c, sessions_table.c, messages_table.c
+    parent = steps_table.alias("parent")
+    return select(
+        *c,
+        _t.model_steps,
+        ss.id.label("session_id"),
+        ss.tenant_id,
+        ss.system_prompt,
+        ss.provider,
+        ss.model,
+        ss.tools,
+        ss["metadata"].label("session_metadata"),
+        ss.summary,
+        ss.summary_upto_seq,
+        ss.last_message_seq,
+        select(m.seq)
+        .where(m.turn_id == c.turn_id, m.role == "user")
+        .scalar_subquery()
+        .label("user_seq"),
+        select(parent.c.step_no)
+        .where(parent.c.id == c.parent_step_id)
+        .scalar_subquery()
+        .label("parent_step_no"),
+    ).select_from(
+        step.join(turns_table, _t.id == c.turn_id).join(sessions_table, ss.id == _t.session_id)
+    )
+
+
+# the claim (an UPDATE … RETURNING as a CTE) and the view, in one round trip
+_CLAIM_WITH_VIEW = _with_view(_CLAIM.cte("claimed"))
+_STEP_VIEW = _with_view(
+    select(
+        _s.id,
+        _s.turn_id,
+        _s.step_no,
+        _s.kind,
+        _s.attempt,
+        _s.parent_step_id,
+        _s.call_index,
+        _s.tool_call_id,
+    )
+    .where(_s.id == bindparam("b_step_id"))
+    .subquery("step")
+)
+
 _FINISH = (
     update(steps_table)
     .where(
@@ -114,8 +172,24 @@ _INSERT_STEP = (
 def claim_step(db: Db, step_id: uuid.UUID, *, lease_s: float) -> Claim | None:
     """Lease a pending (or lease-expired) step of a live turn; None means someone else has it."""
     row = db.execute(_CLAIM, {"b_step_id": step_id, "b_lease": timedelta(seconds=lease_s)}).first()
-    if row is None:
-        return None
+    return None if row is None else _claim_of(row)
+
+
+def claim_model_step(db: Db, step_id: uuid.UUID, *, lease_s: float) -> tuple[Claim, Any] | None:
+    """`claim_step`, with the turn's and session's columns a model step reads, in one round
+    trip (see `_claim_with_view`); None means someone else has it."""
+    params = {"b_step_id": step_id, "b_lease": timedelta(seconds=lease_s)}
+    row = db.execute(_CLAIM_WITH_VIEW, params).first()
+    return None if row is None else (_claim_of(row), row)
+
+
+def model_step_view(db: Db, step_id: uuid.UUID) -> Any:
+    """What `claim_model_step` reads with a claim, for a step as it is (to inspect the
+    context a step saw, without claiming it)."""
+    return db.execute(_STEP_VIEW, {"b_step_id": step_id}).one()
+
+
+def _claim_of(row: Any) -> Claim:
     return Claim(
         step_id=row.id,
         turn_id=row.turn_id,

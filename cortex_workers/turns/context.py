@@ -13,6 +13,7 @@ from ..errors import TerminalError
 from ..messages import Message, Role, ToolCall, ToolSpec
 from ..runtime import Runtime
 from ..store import repo
+from ..store import steps as step_store
 from ..store.models import Message as MessageRow
 from ..store.steps import Claim
 
@@ -98,8 +99,11 @@ def system_messages(system_prompt: str, summary: str, *, tools: bool = False) ->
     return out
 
 
-def load_model_context(rt: Runtime, db: Db, claim: Claim) -> ModelContext:
-    view = repo.model_step_view(db, claim.turn_id, claim.parent_step_id)
+def load_model_context(rt: Runtime, db: Db, claim: Claim, view: Any | None = None) -> ModelContext:
+    """`view`: the row `store.steps.claim_model_step` read with the claim (read here when
+    not given)."""
+    if view is None:
+        view = step_store.model_step_view(db, claim.step_id)
     turn_start = view.user_seq or view.last_message_seq
     start = window_start(
         summary_upto=view.summary_upto_seq,
@@ -107,7 +111,7 @@ def load_model_context(rt: Runtime, db: Db, claim: Claim) -> ModelContext:
         window=rt.settings.history_window,
         turn_start=turn_start,
     )
-    rows = repo.context_messages(db, view.id, from_seq=start)
+    rows = repo.context_messages(db, view.session_id, from_seq=start)
     system_prompt = (
         view.system_prompt if view.system_prompt is not None else rt.settings.system_prompt
     )
@@ -118,7 +122,7 @@ def load_model_context(rt: Runtime, db: Db, claim: Claim) -> ModelContext:
     provider, model = rt.providers.resolve(view.provider, view.model)
     script = (view.session_metadata or {}).get("script")
     return ModelContext(
-        session_id=view.id,
+        session_id=view.session_id,
         tenant_id=view.tenant_id,
         turn_id=claim.turn_id,
         provider=provider,

@@ -56,10 +56,11 @@ def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
     """Run one delivery of a model step; returns the steps to publish next."""
     rt = get_runtime()
     with transaction(rt.db) as db:
-        claim = step_store.claim_step(db, step_id, lease_s=rt.settings.lease_s)
-        if claim is None:
+        claimed = step_store.claim_model_step(db, step_id, lease_s=rt.settings.lease_s)
+        if claimed is None:
             return []  # a duplicate delivery, or the turn has ended
-        ctx = load_model_context(rt, db, claim)
+        claim, view = claimed
+        ctx = load_model_context(rt, db, claim, view)
     with keeper(rt).hold(claim.step_id, claim.attempt, watch_turn=claim.turn_id) as lease:
         return _run_claimed(rt, claim, ctx, lease)
 
