@@ -46,6 +46,11 @@ def _fields(event: str, data: dict[str, Any]) -> dict[Any, Any]:
     return {"event": event, "data": json.dumps(data, ensure_ascii=False, default=str)}
 
 
+def _field_args(event: str, data: dict[str, Any]) -> list[Any]:
+    """The fields as XADD's flat `field value …` arguments."""
+    return [x for kv in _fields(event, data).items() for x in kv]
+
+
 @dataclass
 class StepStream:
     """The writer of one attempt of one step. `emit` returns False once the attempt is fenced.
@@ -91,13 +96,8 @@ class StepStream:
                     if isinstance(result, Exception):
                         raise result
             elif self.writer is not None:
-                fields = _fields(event, data)
                 self.writer.send(
-                    self.outcome,
-                    "XADD",
-                    key,
-                    f"{self.ms}-{self.chunk}",
-                    *[x for kv in fields.items() for x in kv],
+                    self.outcome, "XADD", key, f"{self.ms}-{self.chunk}", *_field_args(event, data)
                 )
             else:
                 self.client.xadd(key, _fields(event, data), id=f"{self.ms}-{self.chunk}")
@@ -142,7 +142,7 @@ def emit_batch_event(
             "XADD",
             stream_key(turn_id),
             f"{tool_batch_ms(model_step_no)}-*",
-            *[x for kv in _fields(event, data).items() for x in kv],
+            *_field_args(event, data),
         )
     except ResponseError as exc:
         if not _is_stale_id(exc):

@@ -58,6 +58,18 @@ def last_step_no(db: Db, turn_id: uuid.UUID) -> int:
 # Their parameters are bound by name (`b_…`); the values of a SET come in as column keys.
 _s, _t = steps_table.c, turns_table.c
 
+# a step's columns a `Claim` holds
+_CLAIMED = (
+    _s.id,
+    _s.turn_id,
+    _s.step_no,
+    _s.kind,
+    _s.attempt,
+    _s.parent_step_id,
+    _s.call_index,
+    _s.tool_call_id,
+)
+
 _CLAIM = (
     update(steps_table)
     .where(
@@ -77,16 +89,7 @@ _CLAIM = (
         attempt=_s.attempt + 1,
         lease_until=func.now() + bindparam("b_lease", type_=Interval()),
     )
-    .returning(
-        _s.id,
-        _s.turn_id,
-        _s.step_no,
-        _s.kind,
-        _s.attempt,
-        _s.parent_step_id,
-        _s.call_index,
-        _s.tool_call_id,
-    )
+    .returning(*_CLAIMED)
 )
 
 
@@ -124,20 +127,7 @@ def _with_view(step: Any) -> Any:
 
 # the claim (an UPDATE … RETURNING as a CTE) and the view, in one round trip
 _CLAIM_WITH_VIEW = _with_view(_CLAIM.cte("claimed"))
-_STEP_VIEW = _with_view(
-    select(
-        _s.id,
-        _s.turn_id,
-        _s.step_no,
-        _s.kind,
-        _s.attempt,
-        _s.parent_step_id,
-        _s.call_index,
-        _s.tool_call_id,
-    )
-    .where(_s.id == bindparam("b_step_id"))
-    .subquery("step")
-)
+_STEP_VIEW = _with_view(select(*_CLAIMED).where(_s.id == bindparam("b_step_id")).subquery("step"))
 
 _FINISH = (
     update(steps_table)
