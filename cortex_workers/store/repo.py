@@ -213,26 +213,6 @@ def turn_messages(db: Db, turn_id: uuid.UUID) -> Sequence[Message]:
     )
 
 
-def user_message_seq(db: Db, turn_id: uuid.UUID) -> int | None:
-    return db.execute(
-        select(Message.seq).where(Message.turn_id == turn_id, Message.role == "user")
-    ).scalar_one_or_none()
-
-
-def add_session_usage(
-    db: Db, session_id: uuid.UUID, *, input_tokens: int, output_tokens: int, cost: float
-) -> None:
-    db.execute(
-        update(Session)
-        .where(Session.id == session_id)
-        .values(
-            input_tokens=Session.input_tokens + input_tokens,
-            output_tokens=Session.output_tokens + output_tokens,
-            cost_usd=Session.cost_usd + cost,
-        )
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class SessionCounters:
     last_message_seq: int
@@ -390,27 +370,6 @@ def end_turn(
         .values(**values)
         .returning(Turn)
     ).scalar_one_or_none()
-
-
-def add_turn_usage(
-    db: Db,
-    turn_id: uuid.UUID,
-    *,
-    input_tokens: int,
-    output_tokens: int,
-    cost: float,
-    model_steps: int = 0,
-) -> None:
-    db.execute(
-        update(Turn)
-        .where(Turn.id == turn_id)
-        .values(
-            input_tokens=Turn.input_tokens + input_tokens,
-            output_tokens=Turn.output_tokens + output_tokens,
-            cost_usd=Turn.cost_usd + cost,
-            model_steps=Turn.model_steps + model_steps,
-        )
-    )
 
 
 @dataclass(frozen=True, slots=True)
