@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -136,3 +138,41 @@ def test_a_broken_connection_fails_the_writes_in_flight_and_the_next_ones_reconn
     assert fresh.emit("token", {"text": "x"}) and fresh.emit("token", {"text": "y"})
     assert fresh.flush()
     assert _ids(r, turn) == [OPEN_ID, "1001-0", "1001-1"]
+
+
+COALESCE = """
+import sys, uuid
+from gevent import monkey
+
+monkey.patch_all()
+import redis
+from cortex_workers.stream_writer import PipelinedWriter
+from cortex_workers.streaming import StepStream, stream_key
+
+r = redis.Redis.from_url(sys.argv[1])
+writer = PipelinedWriter(r.connection_pool, reply_timeout_s=10)
+warm = StepStream(r, uuid.uuid4(), 1, 1, ttl_s=60, writer=writer)
+assert warm.emit("token", {"text": "a"}) and warm.emit("token", {"text": "b"}) and warm.flush()
+before = writer.writes
+turn = uuid.uuid4()
+stream = StepStream(r, turn, 1, 1, ttl_s=60, writer=writer)
+for i in range(50):  # a burst, as from a model that yields faster than a round trip
+    assert stream.emit("token", {"text": str(i)})
+assert stream.flush()
+print(writer.writes - before, r.xlen(stream_key(turn)))
+"""
+
+
+def test_a_burst_of_entries_goes_out_in_one_write_on_gevent(stack: Stack) -> None:
+    """The `llm` worker's pool: a step runs until it waits, so its burst is one send."""
+    out = subprocess.run(
+        [sys.executable, "-c", COALESCE, stack.redis_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    writes, entries = map(int, out.stdout.split())
+    # the first entry goes with the stream's marker (one transaction), the other 49 together
+    assert (writes, entries) == (1, 51)
