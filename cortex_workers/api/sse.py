@@ -151,7 +151,22 @@ async def turn_events(
     last_id: str | None,
     running: bool = False,
 ) -> AsyncIterator[Entry]:
-    """Entries after `last_id` until `done`.
+    """Entries after `last_id` until `done`, one by one (see `turn_event_batches`)."""
+    async for batch in turn_event_batches(rt, client, turn_id, last_id=last_id, running=running):
+        for entry in batch:
+            yield entry
+
+
+async def turn_event_batches(
+    rt: Runtime,
+    client: aioredis.Redis,
+    turn_id: uuid.UUID,
+    *,
+    last_id: str | None,
+    running: bool = False,
+) -> AsyncIterator[list[Entry]]:
+    """Entries after `last_id` until `done`, as they arrive: the entries of one read together,
+    so that a burst of tokens reaches the client in one write.
 
     Entries come live from the stream while it is whole. One that does not directly follow
     the previous one (a new step, a tool batch, the end) is only sent after checking that the
@@ -164,8 +179,8 @@ async def turn_events(
     if not running and not await client.exists(key):
         entries = await run_in_threadpool(lambda: snapshot(rt, turn_id, last_id=last_id))
         if entries is not None:
-            for e in entries:
-                yield e
+            if entries:
+                yield entries
             return
     cursor = last_id if last_id and parse_entry_id(last_id) else "0-0"
     position = parse_entry_id(cursor) or (0, 0)
@@ -182,6 +197,7 @@ async def turn_events(
             continue
         waited = 0.0
         whole = False  # this read saw the start marker: everything it returned is whole
+        batch: list[Entry] = []
         for entry_id, fields in reply[0][1]:
             entry = decode_entry(entry_id, fields)
             at = parse_entry_id(entry.id) or (0, 0)
@@ -189,26 +205,31 @@ async def turn_events(
                 cursor, position, whole = entry.id, at, True
                 continue
             if not whole and not follows(position, at) and not await _whole(client, key):
-                async for e in _after_loss(rt, turn_id, cursor):
-                    yield e
+                if batch:
+                    yield batch
+                async for rebuilt in _after_loss(rt, turn_id, cursor):
+                    yield rebuilt
                 return
             cursor, position = entry.id, at
-            yield entry
+            batch.append(entry)
             if entry.is_done:
+                yield batch
                 return
+        if batch:
+            yield batch
 
 
 async def _whole(client: aioredis.Redis, key: str) -> bool:
     return bool(await client.xrange(key, min=OPEN_ID, max=OPEN_ID))
 
 
-async def _after_loss(rt: Runtime, turn_id: uuid.UUID, cursor: str) -> AsyncIterator[Entry]:
+async def _after_loss(rt: Runtime, turn_id: uuid.UUID, cursor: str) -> AsyncIterator[list[Entry]]:
     """The events after `cursor` of a turn whose stream lost its beginning: rebuilt from
     Postgres when the turn has ended (a step resumed inside starts with `step_restart`)."""
     while True:
         entries = await run_in_threadpool(lambda: snapshot(rt, turn_id, last_id=cursor))
         if entries is not None:
-            for e in entries:
-                yield e
+            if entries:
+                yield entries
             return
         await asyncio.sleep(LOST_STREAM_POLL_S)

@@ -24,7 +24,7 @@ from ...store.models import Turn
 from ...store.repo import TERMINAL
 from ...streaming import decode_entry, parse_entry_id
 from ..deps import RuntimeDep, TenantDep
-from ..sse import turn_events
+from ..sse import turn_event_batches, turn_events
 from ..turn_lookup import TurnLookups
 from ..views import require_session
 
@@ -69,10 +69,13 @@ async def turn_stream(
     running = state[1] not in TERMINAL
     client = request.app.state.redis
 
-    async def events() -> AsyncIterator[ServerSentEvent]:
+    async def events() -> AsyncIterator[bytes]:
         try:
-            async for e in turn_events(rt, client, turn_id, last_id=cursor, running=running):
-                yield ServerSentEvent(data=e.data, event=e.event, id=e.id)
+            batches = turn_event_batches(rt, client, turn_id, last_id=cursor, running=running)
+            async for batch in batches:  # what one read returned goes out in one write
+                yield b"".join(
+                    ServerSentEvent(data=e.data, event=e.event, id=e.id).encode() for e in batch
+                )
         except RedisError as exc:  # the stream ends; the client resumes with Last-Event-ID
             log.warning("turn %s: event stream ended early: %s", turn_id, exc)
 
