@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import Interval, bindparam, func, literal, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
@@ -23,12 +23,13 @@ from .models import (
     Turn,
     messages_table,
     sessions_table,
+    steps_table,
     turns_table,
 )
 
 # Statements of the hot path, built once (see `store.steps`): parameters bound by name
 # (`b_…`, `d_…` for amounts added), the values of a SET or an INSERT as column keys.
-_m, _ss, _tt = messages_table.c, sessions_table.c, turns_table.c
+_m, _ss, _tt, _st = messages_table.c, sessions_table.c, turns_table.c, steps_table.c
 
 _INSERT_MESSAGE = insert(messages_table).on_conflict_do_nothing().returning(_m.seq)
 
@@ -80,20 +81,67 @@ _ACTIVE_TURNS = (
 )
 
 
-def _number_turn(starts: bool) -> Any:
+def _insert_turn(starts: bool) -> Any:
+    """Number a turn and store it, in one statement. A turn that starts at once also takes
+    its user message's seq and its first model call's index in the same `UPDATE sessions`,
+    and its user message and first model step are stored with it. Returns the numbers."""
     values: dict[str, Any] = {"last_turn_seq": _ss.last_turn_seq + 1}
     if starts:
         values.update(last_message_seq=_ss.last_message_seq + 1, model_calls=_ss.model_calls + 1)
-    return (
+    numbered = (
         update(sessions_table)
         .where(_ss.id == bindparam("b_session_id"))
         .values(**values)
-        .returning(_ss.last_turn_seq, _ss.last_message_seq, _ss.model_calls)
+        .returning(_ss.id, _ss.last_turn_seq, _ss.last_message_seq, _ss.model_calls)
+        .cte("numbered")
+    )
+    n = numbered.c
+    turn_id = bindparam("b_turn_id", type_=_tt.id.type)
+    content = bindparam("b_content", type_=_tt.content.type)
+    turn: dict[str, Any] = {
+        "id": turn_id,
+        "tenant_id": bindparam("b_tenant_id", type_=_tt.tenant_id.type),
+        "session_id": n.id,
+        "seq": n.last_turn_seq,
+        "status": literal("running" if starts else "queued", _tt.status.type),
+        "content": content,
+        "idempotency_key": bindparam("b_idempotency_key", type_=_tt.idempotency_key.type),
+        "request_hash": bindparam("b_request_hash", type_=_tt.request_hash.type),
+    }
+    rows = {turns_table: turn}
+    if starts:
+        # the time it starts, after the session lock (`now()` is when the transaction began)
+        turn["started_at"] = func.clock_timestamp()
+        turn["deadline"] = func.clock_timestamp() + bindparam("b_timeout", type_=Interval())
+        rows[messages_table] = {
+            "id": bindparam("b_message_id", type_=_m.id.type),
+            "session_id": n.id,
+            "seq": n.last_message_seq,
+            "role": literal("user", _m.role.type),
+            "content": content,
+            "turn_id": turn_id,
+        }
+        rows[steps_table] = {
+            "id": bindparam("b_step_id", type_=_st.id.type),
+            "turn_id": turn_id,
+            "step_no": literal(1, _st.step_no.type),
+            "kind": literal("model", _st.kind.type),
+            "status": literal("pending", _st.status.type),
+            "published_at": func.now(),
+            "call_index": n.model_calls - 1,
+        }
+    inserts = [
+        insert(table).from_select(  # the columns not named here take their server defaults
+            list(row), select(*row.values()).select_from(numbered), include_defaults=False
+        )
+        for table, row in rows.items()
+    ]
+    return select(n.last_turn_seq, n.last_message_seq, n.model_calls).add_cte(
+        *(stmt.cte(f"new_{table.name}") for stmt, table in zip(inserts, rows, strict=True))
     )
 
 
-_NUMBER_TURN = {False: _number_turn(False), True: _number_turn(True)}
-_INSERT_TURN = insert(turns_table)
+_INSERT_TURN = {False: _insert_turn(False), True: _insert_turn(True)}
 TERMINAL = ("done", "failed", "cancelled")
 
 
@@ -296,14 +344,14 @@ def lock_session(db: Db, session_id: uuid.UUID, tenant_id: uuid.UUID) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class NewTurn:
-    """A turn just stored: what the 202 response says of it, and the numbers its start uses."""
+    """A turn just stored: what the 202 response says of it, and its first model step when
+    it started at once."""
 
     id: uuid.UUID
     session_id: uuid.UUID
     seq: int
     status: str
-    message_seq: int | None = None
-    call_index: int | None = None
+    first_step_id: uuid.UUID | None = None
 
 
 def insert_turn(
@@ -312,34 +360,36 @@ def insert_turn(
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
     start_timeout_s: float | None,
-    **fields: Any,
+    content: str,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
 ) -> NewTurn:
-    """Number and store a turn: started at once (with its user message's seq and its first
-    model call's index reserved, in the same `UPDATE sessions`) when `start_timeout_s` is
-    given, else queued. Caller holds the session lock."""
-    number = _NUMBER_TURN[start_timeout_s is not None]
-    counters = db.execute(number, {"b_session_id": session_id}).one()
-    turn = NewTurn(
-        id=uuid.uuid4(),
+    """Number and store a turn, in one round trip: started at once, with its user message
+    and first model step, when `start_timeout_s` is given, else queued. Caller holds the
+    session lock."""
+    starts = start_timeout_s is not None
+    params: dict[str, Any] = {
+        "b_session_id": session_id,
+        "b_turn_id": uuid.uuid4(),
+        "b_tenant_id": tenant_id,
+        "b_content": storable_text(content),
+        "b_idempotency_key": idempotency_key,
+        "b_request_hash": request_hash,
+    }
+    if starts:
+        params.update(
+            b_timeout=timedelta(seconds=start_timeout_s or 0),
+            b_message_id=uuid.uuid4(),
+            b_step_id=uuid.uuid4(),
+        )
+    counters = db.execute(_INSERT_TURN[starts], params).one()
+    return NewTurn(
+        id=params["b_turn_id"],
         session_id=session_id,
         seq=counters.last_turn_seq,
-        status="queued" if start_timeout_s is None else "running",
-        message_seq=None if start_timeout_s is None else counters.last_message_seq,
-        call_index=None if start_timeout_s is None else counters.model_calls - 1,
+        status="running" if starts else "queued",
+        first_step_id=params.get("b_step_id"),
     )
-    if start_timeout_s is not None:
-        started = now()
-        fields.update(started_at=started, deadline=started + timedelta(seconds=start_timeout_s))
-    row = {
-        "id": turn.id,
-        "tenant_id": tenant_id,
-        "session_id": session_id,
-        "seq": turn.seq,
-        "status": turn.status,
-        **fields,
-    }
-    db.execute(_INSERT_TURN, row)
-    return turn
 
 
 def start_turn(db: Db, turn: Turn, *, timeout_s: float) -> None:

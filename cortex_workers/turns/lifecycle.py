@@ -65,19 +65,15 @@ def create_model_step(
     session_id: uuid.UUID,
     step_no: int,
     parent_step_id: uuid.UUID | None = None,
-    call_index: int | None = None,
 ) -> list[NextStep]:
-    """The turn's next model step (numbered among the session's model calls unless the
-    caller reserved `call_index` already)."""
-    if call_index is None:
-        call_index = repo.next_model_call_index(db, session_id)
+    """The turn's next model step, numbered among the session's model calls."""
     step_id = step_store.insert_step(
         db,
         turn_id=turn_id,
         step_no=step_no,
         kind="model",
         parent_step_id=parent_step_id,
-        call_index=call_index,
+        call_index=repo.next_model_call_index(db, session_id),
     )
     return step_ref(step_id, "model")
 
@@ -93,22 +89,11 @@ def promote_next(rt: Runtime, db: Db, session_id: uuid.UUID) -> list[NextStep]:
 
 
 def first_step(
-    db: Db,
-    *,
-    turn_id: uuid.UUID,
-    session_id: uuid.UUID,
-    content: str,
-    message_seq: int | None = None,
-    call_index: int | None = None,
+    db: Db, *, turn_id: uuid.UUID, session_id: uuid.UUID, content: str
 ) -> list[NextStep]:
-    """A started turn's user message and first model step, under the message seq and model
-    call index `repo.insert_turn` reserved, or allocated here when none was."""
-    repo.insert_message(
-        db, session_id=session_id, seq=message_seq, role="user", content=content, turn_id=turn_id
-    )
-    return create_model_step(
-        db, turn_id=turn_id, session_id=session_id, step_no=1, call_index=call_index
-    )
+    """A queued turn's user message and first model step, as it starts."""
+    repo.insert_message(db, session_id=session_id, role="user", content=content, turn_id=turn_id)
+    return create_model_step(db, turn_id=turn_id, session_id=session_id, step_no=1)
 
 
 def end_turn(

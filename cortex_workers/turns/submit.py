@@ -15,8 +15,8 @@ from ..runtime import Runtime
 from ..store import repo
 from ..store.db import transaction
 from ..store.models import Turn
-from .lifecycle import Ended, announce, end_turn, first_step, promote_next
-from .steps import NextStep
+from .lifecycle import Ended, announce, end_turn, promote_next
+from .steps import NextStep, step_ref
 
 IfBusy = Literal["enqueue", "reject", "interrupt"]
 
@@ -102,9 +102,8 @@ def _submit(
                 if done is not None:
                     ended.append(done)
         # Nothing active now (an idle session, or everything interrupted): the turn starts at
-        # once, and the statement that numbers it also reserves its user message's seq and its
-        # model call's index. Otherwise it queues; if no turn is running (a lost promotion,
-        # the reconciler's case), the oldest queued one starts.
+        # once. Otherwise it queues; if no turn is running (a lost promotion, the reconciler's
+        # case), the oldest queued one starts.
         starts = not active or if_busy == "interrupt"
         turn = repo.insert_turn(
             db,
@@ -115,15 +114,8 @@ def _submit(
             idempotency_key=idempotency_key,
             request_hash=digest,
         )
-        if starts:
-            publish = first_step(
-                db,
-                turn_id=turn.id,
-                session_id=session_id,
-                content=content,
-                message_seq=turn.message_seq,
-                call_index=turn.call_index,
-            )
+        if starts:  # its user message and first model step were stored with it
+            publish = step_ref(turn.first_step_id, "model")
         elif not any(t.status == "running" for t in active):
             publish = promote_next(rt, db, session_id)
         else:
