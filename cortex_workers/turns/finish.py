@@ -3,6 +3,7 @@ for or the end of the turn (and a summarize step when the history outgrew its wi
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from ..messages import Completion
@@ -17,21 +18,28 @@ from .lifecycle import Ended, announce, promote_next
 from .steps import NextStep, step_ref
 
 
+def model_call_audit(
+    claim: Claim, ctx: ModelContext, route: Route, **fields: Any
+) -> dict[str, Any]:
+    """The audit row of a provider call (every attempt counts: a retry costs tokens too)."""
+    return {
+        "tenant_id": ctx.tenant_id,
+        "session_id": ctx.session_id,
+        "turn_id": claim.turn_id,
+        "step_id": claim.step_id,
+        "kind": "model",
+        "name": f"{route.provider}:{route.model}",
+        "attempt": claim.attempt,
+        "is_error": False,
+        **fields,
+    }
+
+
 def record_model_call(
     db: Any, claim: Claim, ctx: ModelContext, route: Route, **fields: Any
 ) -> None:
-    """One audit row per provider call (every attempt counts: a retry costs tokens too)."""
-    step_store.record_decision(
-        db,
-        tenant_id=ctx.tenant_id,
-        session_id=ctx.session_id,
-        turn_id=claim.turn_id,
-        step_id=claim.step_id,
-        kind="model",
-        name=f"{route.provider}:{route.model}",
-        attempt=claim.attempt,
-        **fields,
-    )
+    """Store the audit row of a provider call."""
+    step_store.record_decision(db, **model_call_audit(claim, ctx, route, **fields))
 
 
 class _Refused(Exception):
@@ -88,44 +96,33 @@ def commit_completion(
             )
             if turn is None:
                 raise _Refused
-            if not step_store.finish_step(
-                db,
-                claim.step_id,
-                claim.attempt,
-                provider=route.provider,
-                model=route.model,
-                fallback_from=route.fallback_from,
-                input_tokens=completion.input_tokens,
-                output_tokens=completion.output_tokens,
-                cache_read_tokens=completion.cache_read_tokens,
-                cache_write_tokens=completion.cache_write_tokens,
-                cost_usd=cost,
-                latency_ms=latency_ms,
-            ):
-                raise _Refused
-            if completion.warnings:
-                repo.add_turn_warnings(
-                    db,
-                    claim.turn_id,
-                    [
-                        {"code": w.code, "message": w.message, "step": claim.step_no}
-                        for w in completion.warnings
-                    ],
+            usage = {
+                "provider": route.provider,
+                "model": route.model,
+                "fallback_from": route.fallback_from,
+                "input_tokens": completion.input_tokens,
+                "output_tokens": completion.output_tokens,
+                "cache_read_tokens": completion.cache_read_tokens,
+                "cache_write_tokens": completion.cache_write_tokens,
+                "cost_usd": cost,
+                "latency_ms": latency_ms,
+            }
+            message = {
+                "id": uuid.uuid4(),
+                "session_id": ctx.session_id,
+                "seq": session.last_message_seq,
+                "role": "assistant",
+                "content": repo.storable_text(completion.text),
+                "turn_id": claim.turn_id,
+                "step_id": claim.step_id,
+                "tool_calls": repo.storable_json(
+                    [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
                 )
-            repo.insert_message(
-                db,
-                session_id=ctx.session_id,
-                seq=session.last_message_seq,
-                role="assistant",
-                content=completion.text,
-                turn_id=claim.turn_id,
-                step_id=claim.step_id,
-                tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
                 or None,
-            )
+            }
+            audit = None
             if not depth_exceeded:
-                record_model_call(
-                    db,
+                audit = model_call_audit(
                     claim,
                     ctx,
                     route,
@@ -137,6 +134,20 @@ def commit_completion(
                         "input_tokens": completion.input_tokens,
                         "output_tokens": completion.output_tokens,
                     },
+                )
+            # the step, its message and its audit row: one statement
+            if not step_store.finish_model_step(
+                db, claim.step_id, claim.attempt, usage=usage, message=message, audit=audit
+            ):
+                raise _Refused
+            if completion.warnings:
+                repo.add_turn_warnings(
+                    db,
+                    claim.turn_id,
+                    [
+                        {"code": w.code, "message": w.message, "step": claim.step_no}
+                        for w in completion.warnings
+                    ],
                 )
             if calls:
                 publish = _create_tool_steps(db, claim, calls)
