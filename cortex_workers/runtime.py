@@ -76,6 +76,7 @@ class Runtime:
             after_failures=s.llm_cooldown_after_failures,
             window_s=s.llm_cooldown_window_s,
             cooldown_s=s.llm_cooldown_s,
+            writer=self.stream_writer,
         )
 
     @cached_property

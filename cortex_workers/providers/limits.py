@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import redis
 
 from ..keys import cooldown_key, failures_key, rate_key
+from ..stream_writer import Outcome, PipelinedWriter
 
 WINDOW_S = 60.0
 
@@ -123,9 +124,16 @@ class Health:
     and while it cools down every worker routes around it."""
 
     def __init__(
-        self, client: redis.Redis, *, after_failures: int, window_s: float, cooldown_s: float
+        self,
+        client: redis.Redis,
+        *,
+        after_failures: int,
+        window_s: float,
+        cooldown_s: float,
+        writer: PipelinedWriter | None = None,
     ) -> None:
         self._client = client
+        self._writer = writer
         self._after = after_failures
         self._window_s = window_s
         self._cooldown_s = cooldown_s
@@ -154,7 +162,12 @@ class Health:
         return started
 
     def record_success(self, provider: str) -> None:
-        self._client.delete(failures_key(provider))
+        """Reset the failure count. With a `writer`, the reset is pipelined: the step does not
+        wait for it (were it lost, a later cool-down would start one failure early)."""
+        if self._writer is None:
+            self._client.delete(failures_key(provider))
+        else:
+            self._writer.send(Outcome(), "DEL", failures_key(provider))
 
     def cooling(self, providers: list[str]) -> dict[str, Cooldown]:
         """Which of `providers` are cooling down now."""

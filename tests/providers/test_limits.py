@@ -8,9 +8,11 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from support import Stack
+from support import Stack, wait_until
 
+from cortex_workers.keys import failures_key
 from cortex_workers.providers.limits import Health, Limit, RateLimiter
+from cortex_workers.stream_writer import PipelinedWriter
 
 
 @pytest.fixture
@@ -88,11 +90,19 @@ def test_requests_and_tokens_are_taken_together_or_not_at_all(client: redis.Redi
     assert not limiter.acquire([Limit(scope, "rpm", 10, 1)]).granted
 
 
-def test_a_provider_that_keeps_failing_cools_down_for_every_worker(client: redis.Redis) -> None:
+@pytest.mark.parametrize("pipelined", [False, True], ids=["direct", "pipelined-reset"])
+def test_a_provider_that_keeps_failing_cools_down_for_every_worker(
+    client: redis.Redis, pipelined: bool
+) -> None:
     name = f"p-{uuid.uuid4().hex[:8]}"
-    health = Health(client, after_failures=3, window_s=60, cooldown_s=30)
+    writer = PipelinedWriter(client.connection_pool, reply_timeout_s=10) if pipelined else None
+    health = Health(client, after_failures=3, window_s=60, cooldown_s=30, writer=writer)
     assert not health.record_failure(name, "503")
+    assert client.exists(failures_key(name))
     health.record_success(name)  # a success in between resets the count
+    wait_until(lambda: not client.exists(failures_key(name)), what="the count reset")
+    if writer is not None:
+        writer.close()
     assert not health.record_failure(name, "503")
     assert not health.record_failure(name, "503")
     assert health.record_failure(name, "503 Service Unavailable")
