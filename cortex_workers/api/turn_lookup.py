@@ -11,7 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from ..runtime import Runtime
 from ..store import repo
-from ..store.db import transaction
+from ..store.db import autocommit
 
 TurnState = tuple[uuid.UUID, str]
 """(tenant_id, status)"""
@@ -32,5 +32,5 @@ class TurnLookups:
         return await asyncio.shield(pending)
 
     def _read(self, turn_id: uuid.UUID) -> TurnState | None:
-        with transaction(self._rt.db) as db:
+        with autocommit(self._rt.db) as db:
             return repo.turn_owner_and_status(db, turn_id)

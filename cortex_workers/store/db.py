@@ -77,3 +77,13 @@ def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
     """A session inside one transaction: committed on success, rolled back on error."""
     with factory() as session, session.begin():
         yield session
+
+
+@contextmanager
+def autocommit(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A session whose every statement commits on its own: no `BEGIN` and `COMMIT` round
+    trips. For reads, and for work that is one atomic statement followed by reads (under
+    READ COMMITTED each statement of a transaction reads its own snapshot anyway)."""
+    with factory() as session, session.begin():
+        session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+        yield session

@@ -21,7 +21,7 @@ from ..providers.registry import Route
 from ..runtime import Runtime, get_runtime
 from ..store import repo
 from ..store import steps as step_store
-from ..store.db import transaction
+from ..store.db import autocommit, transaction
 from ..store.steps import Claim
 from ..streaming import StepStream, emit_batch_event, tool_results_emitted
 from .context import ModelContext, load_model_context
@@ -55,7 +55,7 @@ def _check(lease: Lease) -> None:
 def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
     """Run one delivery of a model step; returns the steps to publish next."""
     rt = get_runtime()
-    with transaction(rt.db) as db:
+    with autocommit(rt.db) as db:  # the claim is one statement; the context is read after it
         claimed = step_store.claim_model_step(db, step_id, lease_s=rt.settings.lease_s)
         if claimed is None:
             return []  # a duplicate delivery, or the turn has ended
