@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session as Db
 
 from ..errors import NotFound
 from ..runtime import Runtime
-from ..store import repo
+from ..store import repo, tool_calls
 from ..store import steps as step_store
 from ..store.models import Message, Proposal, Session, Turn
 from .schemas import (
@@ -102,7 +102,7 @@ def turn_out(db: Db, turn: Turn) -> TurnOut:
             result=c.result,
             latency_ms=c.latency_ms,
         )
-        for c in repo.tool_calls_of_turn(db, turn.id)
+        for c in tool_calls.tool_calls_of_turn(db, turn.id)
     ]
     return TurnOut(
         id=turn.id,

@@ -1,7 +1,8 @@
-"""Tenants, keys, sessions, turns and messages: every query the product makes on them.
+"""Sessions, turns and messages: every query the product makes on them.
 
 Functions take an open SQLAlchemy session inside a transaction; the caller owns the commit.
-Steps, leases and the reconciler's queries are in `store.steps`.
+Steps, leases and the reconciler's queries are in `store.steps`, tool calls in
+`store.tool_calls`, tenants and their keys in `store.tenants`, proposals in `store.proposals`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from sqlalchemy.orm import Session as Db
 from .models import (
     Message,
     Session,
-    ToolCallRow,
     Turn,
     messages_table,
     sessions_table,
@@ -504,93 +504,6 @@ def overdue_turns(db: Db, *, limit: int = 100) -> Sequence[uuid.UUID]:
     return (
         db.execute(
             select(Turn.id).where(Turn.status == "running", Turn.deadline < func.now()).limit(limit)
-        )
-        .scalars()
-        .all()
-    )
-
-
-# -- tool calls ---------------------------------------------------------------------------------
-
-
-def insert_tool_call(
-    db: Db,
-    *,
-    turn_id: uuid.UUID,
-    step_id: uuid.UUID,
-    call_id: str,
-    name: str,
-    arguments: dict[str, Any],
-) -> uuid.UUID | None:
-    return db.execute(
-        insert(ToolCallRow)
-        .values(
-            id=uuid.uuid4(),
-            turn_id=turn_id,
-            step_id=step_id,
-            call_id=call_id,
-            name=name,
-            arguments=storable_json(arguments),
-        )
-        .on_conflict_do_nothing()
-        .returning(ToolCallRow.id)
-    ).scalar_one_or_none()
-
-
-def get_tool_call(db: Db, tool_call_id: uuid.UUID) -> ToolCallRow | None:
-    return db.get(ToolCallRow, tool_call_id)
-
-
-def record_tool_result(
-    db: Db,
-    tool_call_id: uuid.UUID,
-    *,
-    result: str,
-    is_error: bool,
-    truncated: bool,
-    latency_ms: int,
-    severity: str = "ok",
-    error_kind: str | None = None,
-) -> bool:
-    """Store the result once; False when it was already stored."""
-    return (
-        db.execute(
-            update(ToolCallRow)
-            .where(ToolCallRow.id == tool_call_id, ToolCallRow.status == "pending")
-            .values(
-                status="done",
-                result=storable_text(result),
-                is_error=is_error,
-                truncated=truncated,
-                severity=severity,
-                error_kind=error_kind,
-                latency_ms=latency_ms,
-                finished_at=now(),
-            )
-            .returning(ToolCallRow.id)
-        ).first()
-        is not None
-    )
-
-
-def tool_calls_of_turn(db: Db, turn_id: uuid.UUID) -> Sequence[ToolCallRow]:
-    return (
-        db.execute(
-            select(ToolCallRow)
-            .where(ToolCallRow.turn_id == turn_id)
-            .order_by(ToolCallRow.created_at)
-        )
-        .scalars()
-        .all()
-    )
-
-
-def tool_calls_of_step(db: Db, step_id: uuid.UUID) -> Sequence[ToolCallRow]:
-    return (
-        db.execute(
-            select(ToolCallRow)
-            .where(ToolCallRow.step_id == step_id)
-            .order_by(ToolCallRow.created_at)
         )
         .scalars()
         .all()

@@ -9,7 +9,7 @@ from typing import Any
 from ..messages import Completion
 from ..providers.registry import Route
 from ..runtime import Runtime
-from ..store import repo
+from ..store import repo, tool_calls
 from ..store import steps as step_store
 from ..store.db import transaction
 from ..store.steps import Claim
@@ -175,7 +175,7 @@ def commit_completion(
 def _create_tool_steps(db: Any, claim: Claim, calls: list[Any]) -> list[NextStep]:
     publish: list[NextStep] = []
     for i, call in enumerate(calls):
-        tool_call_id = repo.insert_tool_call(
+        tool_call_id = tool_calls.insert_tool_call(
             db,
             turn_id=claim.turn_id,
             step_id=claim.step_id,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..runtime import Runtime, get_runtime
-from ..store import proposals, repo
+from ..store import proposals, repo, tool_calls
 from ..store import steps as step_store
 from ..store.db import transaction
 from ..store.steps import Claim
@@ -128,7 +128,7 @@ def _claim(rt: Runtime, step_id: uuid.UUID) -> _Call | None:
         claim = step_store.claim_step(db, step_id, lease_s=rt.settings.lease_s)
         if claim is None or claim.tool_call_id is None or claim.parent_step_id is None:
             return None
-        row = repo.get_tool_call(db, claim.tool_call_id)
+        row = tool_calls.get_tool_call(db, claim.tool_call_id)
         turn = repo.get_turn(db, claim.turn_id)
         assert row is not None and turn is not None
         session = repo.get_session(db, turn.session_id)
@@ -185,7 +185,7 @@ def _commit(
                     {"proposal_id": str(pid), "posted_to_chat": True, "awaits_confirmation": True}
                 ),
             )
-        repo.record_tool_result(
+        tool_calls.record_tool_result(
             db,
             call.tool_call_id,
             result=outcome.content,
