@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Interval, bindparam, func, literal, select, update
+from sqlalchemy import Interval, Row, bindparam, func, literal, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
@@ -75,9 +75,9 @@ _LOCK_SESSION = (
 )
 
 _ACTIVE_TURNS = (
-    select(Turn)
-    .where(Turn.session_id == bindparam("b_session_id"), Turn.status.in_(ACTIVE))
-    .order_by(Turn.seq)
+    select(_tt.id, _tt.seq, _tt.status)
+    .where(_tt.session_id == bindparam("b_session_id"), _tt.status.in_(ACTIVE))
+    .order_by(_tt.seq)
 )
 
 
@@ -331,9 +331,9 @@ def turn_by_idempotency_key(db: Db, tenant_id: uuid.UUID, key: str) -> Turn | No
     ).scalar_one_or_none()
 
 
-def active_turns(db: Db, session_id: uuid.UUID) -> Sequence[Turn]:
-    """Running and queued turns of the session, oldest first."""
-    return db.execute(_ACTIVE_TURNS, {"b_session_id": session_id}).scalars().all()
+def active_turns(db: Db, session_id: uuid.UUID) -> Sequence[Row[uuid.UUID, int, str]]:
+    """`id`, `seq` and `status` of the session's running and queued turns, oldest first."""
+    return db.execute(_ACTIVE_TURNS, {"b_session_id": session_id}).all()
 
 
 def lock_session(db: Db, session_id: uuid.UUID, tenant_id: uuid.UUID) -> bool:

@@ -83,7 +83,9 @@ def promote_next(rt: Runtime, db: Db, session_id: uuid.UUID) -> list[NextStep]:
     active = repo.active_turns(db, session_id)
     if not active or any(t.status == "running" for t in active):
         return []
-    turn = active[0]
+    turn = repo.get_turn(db, active[0].id)
+    if turn is None:  # not while the caller holds the session lock
+        return []
     repo.start_turn(db, turn, timeout_s=rt.settings.turn_timeout_s)
     return first_step(db, turn_id=turn.id, session_id=session_id, content=turn.content)
 
