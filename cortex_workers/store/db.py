@@ -85,5 +85,12 @@ def autocommit(factory: sessionmaker[Session]) -> Iterator[Session]:
     trips. For reads, and for work that is one atomic statement followed by reads (under
     READ COMMITTED each statement of a transaction reads its own snapshot anyway)."""
     with factory() as session, session.begin():
-        session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-        yield session
+        # psycopg's own switch, set and reset while the connection is idle: cheaper than an
+        # isolation-level execution option, which SQLAlchemy applies and resets per checkout
+        raw = session.connection().connection.dbapi_connection
+        assert raw is not None
+        raw.autocommit = True
+        try:
+            yield session
+        finally:
+            raw.autocommit = False  # idle again: the commit or rollback that follows is a no-op
