@@ -51,6 +51,9 @@ class PipelinedWriter:
     def __init__(self, pool: redis.ConnectionPool, *, reply_timeout_s: float = 30.0) -> None:
         kwargs: dict[str, Any] = dict(pool.connection_kwargs)
         kwargs["health_check_interval"] = 0  # a health check would read a reply on the send side
+        # a stalled Redis (paused, busy) is waited for as long as a step waits for its replies,
+        # not the pool's shorter socket timeout: the writes go through once it is back
+        kwargs["socket_timeout"] = reply_timeout_s
         kwargs["client_name"] = f"{CLIENT_NAME}-{os.getpid()}"  # to find it in CLIENT LIST
         self._conn = pool.connection_class(**kwargs)
         self._reply_timeout_s = reply_timeout_s
