@@ -54,7 +54,7 @@ def _groups(rt: Runtime, turn_id: uuid.UUID) -> tuple[list[_Group], Ended] | Non
             return None
         steps = {s.id: s for s in step_store.steps_of_turn(db, turn_id)}
         messages = repo.turn_messages(db, turn_id)
-        results = {c.call_id: c for c in tool_calls.tool_calls_of_turn(db, turn_id)}
+        results = {c.call_id: c for c in tool_calls.of_turn(db, turn_id)}
         by_call = {
             p.tool_call_id: p
             for p in proposals.of_session(db, turn.session_id)

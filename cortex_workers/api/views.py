@@ -102,7 +102,7 @@ def turn_out(db: Db, turn: Turn) -> TurnOut:
             result=c.result,
             latency_ms=c.latency_ms,
         )
-        for c in tool_calls.tool_calls_of_turn(db, turn.id)
+        for c in tool_calls.of_turn(db, turn.id)
     ]
     return TurnOut(
         id=turn.id,

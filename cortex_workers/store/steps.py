@@ -179,23 +179,13 @@ _AUDIT = (  # its audit row
 def _finish_model_step(audited: bool) -> Any:
     """`_FINISH` of a model step with its usage, and, only when it applied, the step's
     message and (when `audited`) its audit row: one statement, one round trip."""
-    finished = (
-        update(steps_table)
-        .where(
-            _s.id == bindparam("b_step_id"),
-            _s.attempt == bindparam("b_attempt"),
-            _s.status == "leased",
-        )
-        .values(
-            status="done",
-            finished_at=func.clock_timestamp(),
-            lease_until=null(),
-            error=null(),
-            **{c: bindparam(f"s_{c}", type_=_s[c].type) for c in _MODEL_STEP_USAGE},
-        )
-        .returning(_s.id)
-        .cte("finished")
-    )
+    finished = _FINISH.values(
+        status="done",
+        finished_at=func.clock_timestamp(),
+        lease_until=null(),
+        error=null(),
+        **{c: bindparam(f"s_{c}", type_=_s[c].type) for c in _MODEL_STEP_USAGE},
+    ).cte("finished")
     m, d = messages_table.c, decisions_table.c
     message = insert(messages_table).from_select(
         list(_ANSWER),

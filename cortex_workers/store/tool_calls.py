@@ -74,25 +74,14 @@ def record_tool_result(
     )
 
 
-def tool_calls_of_turn(db: Db, turn_id: uuid.UUID) -> Sequence[ToolCallRow]:
-    return (
-        db.execute(
-            select(ToolCallRow)
-            .where(ToolCallRow.turn_id == turn_id)
-            .order_by(ToolCallRow.created_at)
-        )
-        .scalars()
-        .all()
-    )
+def of_turn(db: Db, turn_id: uuid.UUID) -> Sequence[ToolCallRow]:
+    return _in_order(db, ToolCallRow.turn_id == turn_id)
 
 
-def tool_calls_of_step(db: Db, step_id: uuid.UUID) -> Sequence[ToolCallRow]:
-    return (
-        db.execute(
-            select(ToolCallRow)
-            .where(ToolCallRow.step_id == step_id)
-            .order_by(ToolCallRow.created_at)
-        )
-        .scalars()
-        .all()
-    )
+def of_step(db: Db, step_id: uuid.UUID) -> Sequence[ToolCallRow]:
+    return _in_order(db, ToolCallRow.step_id == step_id)
+
+
+def _in_order(db: Db, where: Any) -> Sequence[ToolCallRow]:
+    query = select(ToolCallRow).where(where).order_by(ToolCallRow.created_at)
+    return db.execute(query).scalars().all()

@@ -181,7 +181,7 @@ def _repair_tool_results(rt: Runtime, ctx: ModelContext, claim: Claim) -> None:
     assert ctx.parent_step_no is not None and claim.parent_step_id is not None
     seen = tool_results_emitted(rt.redis, ctx.turn_id, model_step_no=ctx.parent_step_no)
     with transaction(rt.db) as db:
-        calls = tool_calls.tool_calls_of_step(db, claim.parent_step_id)
+        calls = tool_calls.of_step(db, claim.parent_step_id)
     for call in calls:
         if call.call_id not in seen and call.status == "done":
             emit_batch_event(
