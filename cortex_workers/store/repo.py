@@ -39,33 +39,6 @@ _CONTEXT_MESSAGES = (
     .order_by(_m.seq)
 )
 
-_COUNT_REPLY = (
-    update(sessions_table)
-    .where(_ss.id == bindparam("b_session_id"))
-    .values(
-        last_message_seq=_ss.last_message_seq + 1,
-        input_tokens=_ss.input_tokens + bindparam("d_input"),
-        output_tokens=_ss.output_tokens + bindparam("d_output"),
-        cost_usd=_ss.cost_usd + bindparam("d_cost"),
-    )
-    .returning(_ss.last_message_seq, _ss.summary_upto_seq, _ss.last_turn_seq)
-)
-
-_ADD_MODEL_STEP = (
-    update(turns_table)
-    .where(_tt.id == bindparam("b_turn_id"), _tt.status == "running")
-    .values(
-        input_tokens=_tt.input_tokens + bindparam("d_input"),
-        output_tokens=_tt.output_tokens + bindparam("d_output"),
-        cost_usd=_tt.cost_usd + bindparam("d_cost"),
-        model_steps=_tt.model_steps + bindparam("d_model_steps"),
-    )
-    .returning(
-        _tt.id, _tt.seq, _tt.status, _tt.input_tokens, _tt.output_tokens, _tt.cost_usd, _tt.error
-    )
-)
-
-
 ACTIVE = ("queued", "running")
 
 _LOCK_SESSION = (
@@ -261,28 +234,6 @@ def turn_messages(db: Db, turn_id: uuid.UUID) -> Sequence[Message]:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class SessionCounters:
-    last_message_seq: int
-    summary_upto_seq: int
-    last_turn_seq: int
-
-
-def count_reply(
-    db: Db, session_id: uuid.UUID, *, input_tokens: int, output_tokens: int, cost: float
-) -> SessionCounters:
-    """Allocate the seq of a model reply and add its usage to the session, in one statement
-    (which takes the session's row lock)."""
-    params = {
-        "b_session_id": session_id,
-        "d_input": input_tokens,
-        "d_output": output_tokens,
-        "d_cost": cost,
-    }
-    row = db.execute(_COUNT_REPLY, params).one()
-    return SessionCounters(row.last_message_seq, row.summary_upto_seq, row.last_turn_seq)
-
-
 def next_model_call_index(db: Db, session_id: uuid.UUID) -> int:
     """Number the session's model steps from 0 (the scripted provider's reply index)."""
     return (
@@ -420,60 +371,6 @@ def end_turn(
         .values(**values)
         .returning(Turn)
     ).scalar_one_or_none()
-
-
-@dataclass(frozen=True, slots=True)
-class TurnTotals:
-    """A running turn after a model step was added to it (and, maybe, it ended)."""
-
-    id: uuid.UUID
-    seq: int
-    status: str
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
-    error: dict[str, Any] | None
-
-
-def add_model_step(
-    db: Db,
-    turn_id: uuid.UUID,
-    *,
-    input_tokens: int,
-    output_tokens: int,
-    cost: float,
-    model_steps: int,
-    end: str | None = None,
-    answer: str | None = None,
-    error: dict[str, Any] | None = None,
-) -> TurnTotals | None:
-    """Add a model step's usage to a running turn and, with `end`, move it to that terminal
-    status, in one statement; None when the turn is no longer running."""
-    params: dict[str, Any] = {
-        "b_turn_id": turn_id,
-        "d_input": input_tokens,
-        "d_output": output_tokens,
-        "d_cost": cost,
-        "d_model_steps": model_steps,
-    }
-    if end is not None:
-        params.update(status=end, finished_at=now())
-        if answer is not None:
-            params["answer"] = storable_text(answer)
-        if error is not None:
-            params["error"] = error
-    row = db.execute(_ADD_MODEL_STEP, params).first()
-    if row is None:
-        return None
-    return TurnTotals(
-        row.id,
-        row.seq,
-        row.status,
-        row.input_tokens,
-        row.output_tokens,
-        float(row.cost_usd),
-        row.error,
-    )
 
 
 def add_turn_warnings(db: Db, turn_id: uuid.UUID, warnings: list[dict[str, Any]]) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Interval, and_, bindparam, func, null, or_, select, tuple_, update
+from sqlalchemy import Interval, and_, bindparam, func, or_, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
@@ -139,72 +139,6 @@ _FINISH = (
     .returning(_s.id)
 )
 
-# a model step's usage, set as it finishes
-_MODEL_STEP_USAGE = (
-    "provider",
-    "model",
-    "fallback_from",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "cost_usd",
-    "latency_ms",
-)
-_ANSWER = (  # the assistant message of a model step
-    "id",
-    "session_id",
-    "seq",
-    "role",
-    "content",
-    "turn_id",
-    "step_id",
-    "tool_calls",
-)
-_AUDIT = (  # its audit row
-    "tenant_id",
-    "session_id",
-    "turn_id",
-    "step_id",
-    "kind",
-    "name",
-    "attempt",
-    "input",
-    "output",
-    "is_error",
-    "latency_ms",
-)
-
-
-def _finish_model_step(audited: bool) -> Any:
-    """`_FINISH` of a model step with its usage, and, only when it applied, the step's
-    message and (when `audited`) its audit row: one statement, one round trip."""
-    finished = _FINISH.values(
-        status="done",
-        finished_at=func.clock_timestamp(),
-        lease_until=null(),
-        error=null(),
-        **{c: bindparam(f"s_{c}", type_=_s[c].type) for c in _MODEL_STEP_USAGE},
-    ).cte("finished")
-    m, d = messages_table.c, decisions_table.c
-    message = insert(messages_table).from_select(
-        list(_ANSWER),
-        select(*(bindparam(f"m_{c}", type_=m[c].type) for c in _ANSWER)).select_from(finished),
-        include_defaults=False,
-    )
-    inserts = [message.on_conflict_do_nothing().cte("answer")]
-    if audited:
-        audit = insert(decisions_table).from_select(
-            list(_AUDIT),
-            select(*(bindparam(f"a_{c}", type_=d[c].type) for c in _AUDIT)).select_from(finished),
-            include_defaults=False,
-        )
-        inserts.append(audit.cte("audit"))
-    return select(finished.c.id).add_cte(*inserts)
-
-
-_FINISH_MODEL_STEP = {False: _finish_model_step(False), True: _finish_model_step(True)}
-
 _CANCEL_OPEN = (
     update(steps_table)
     .where(
@@ -281,27 +215,6 @@ def finish_step(db: Db, step_id: uuid.UUID, attempt: int, **fields: Any) -> bool
     values = {"status": "done", "finished_at": now(), "lease_until": None, "error": None}
     params = {"b_step_id": step_id, "b_attempt": attempt, **values, **fields}
     return db.execute(_FINISH, params).first() is not None
-
-
-def finish_model_step(
-    db: Db,
-    step_id: uuid.UUID,
-    attempt: int,
-    *,
-    usage: dict[str, Any],
-    message: dict[str, Any],
-    audit: dict[str, Any] | None,
-) -> bool:
-    """`finish_step` for a model step, storing its message (and its audit row) with it in
-    the same statement; False (and nothing stored) when a newer attempt owns the step.
-    `message` and `audit` hold the columns of `_ANSWER` and `_AUDIT`, `usage` those of
-    `_MODEL_STEP_USAGE`."""
-    params = {"b_step_id": step_id, "b_attempt": attempt}
-    params.update({f"s_{c}": usage.get(c) for c in _MODEL_STEP_USAGE})
-    params.update({f"m_{c}": message.get(c) for c in _ANSWER})
-    if audit is not None:
-        params.update({f"a_{c}": audit.get(c) for c in _AUDIT})
-    return db.execute(_FINISH_MODEL_STEP[audit is not None], params).first() is not None
 
 
 def release_for_retry(
