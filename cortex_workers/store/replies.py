@@ -26,7 +26,7 @@ from sqlalchemy import (
     bindparam,
     exists,
     func,
-    literal,
+    literal_column,
     null,
     select,
     true,
@@ -56,21 +56,10 @@ USAGE = (  # the model step's usage, set as it finishes
     "cost_usd",
     "latency_ms",
 )
-ANSWER = ("id", "session_id", "role", "content", "turn_id", "step_id", "tool_calls")
-"""The assistant message's columns given by the caller (its seq comes from the session)."""
-AUDIT = (
-    "tenant_id",
-    "session_id",
-    "turn_id",
-    "step_id",
-    "kind",
-    "name",
-    "attempt",
-    "input",
-    "output",
-    "is_error",
-    "latency_ms",
-)
+ANSWER = ("id", "content", "tool_calls")
+"""The assistant message's columns that the caller gives (the rest are the step's own)."""
+AUDIT = ("tenant_id", "name", "input", "output")
+"""The same for the audit row of the model call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,20 +97,41 @@ class Stored:
 
 
 def _p(name: str, column: Any) -> Any:
-    return bindparam(name, type_=column.type)
+    """A parameter for `column`. Only JSON needs its type here (to be serialized): psycopg
+    sends the others typed by their Python value, and leaving out the casts keeps the
+    statement short (see `_c`)."""
+    return bindparam(name, type_=column.type) if isinstance(column.type, JSONB) else bindparam(name)
+
+
+def _c(value: str | int | bool) -> Any:
+    """A constant, written into the statement rather than bound: the statement stays short
+    enough (under 4096 characters and 50 parameters) for psycopg to cache its conversion."""
+    text = f"'{value}'" if isinstance(value, str) else str(value).lower()
+    return literal_column(text)
+
+
+def _any(cte: Any) -> Any:
+    """`EXISTS (SELECT * FROM cte)`."""
+    return exists().select_from(cte)
+
+
+def _labelled(row: dict[str, Any]) -> list[Any]:
+    """The values of an `INSERT … SELECT`, each named for its column (not `anon_N`)."""
+    return [v if k == "seq" else v.label(k) for k, v in row.items()]
 
 
 def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
     turn_id, step_id = _p("b_turn_id", _tt.id), _p("b_step_id", _s.id)
+    session_id = _p("b_session_id", _ss.id)
     session = (
         select(_ss.id, _ss.last_turn_seq)
-        .where(_ss.id == _p("b_session_id", _ss.id))
+        .where(_ss.id == session_id)
         .with_for_update()
         .cte("locked_session")
     )
     turn = (
         select(_tt.id, _tt.seq)
-        .where(_tt.id == turn_id, _tt.status == "running", exists(session.select()))
+        .where(_tt.id == turn_id, _tt.status == _c("running"), _any(session))
         .with_for_update()
         .cte("locked_turn")
     )
@@ -130,8 +140,8 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
         .where(
             _s.id == step_id,
             _s.attempt == bindparam("b_attempt"),
-            _s.status == "leased",
-            exists(turn.select()),
+            _s.status == _c("leased"),
+            _any(turn),
         )
         .with_for_update()
         .cte("locked_step")
@@ -146,12 +156,12 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
             )
             .cte("go")
         )
-    ours = exists(go.select())
+    ours = _any(go)
     counted = (
         update(sessions_table)
-        .where(_ss.id == _p("b_session_id", _ss.id), ours)
+        .where(_ss.id == session_id, ours)
         .values(
-            last_message_seq=_ss.last_message_seq + 1,
+            last_message_seq=_ss.last_message_seq + _c(1),
             input_tokens=_ss.input_tokens + bindparam("d_input"),
             output_tokens=_ss.output_tokens + bindparam("d_output"),
             cost_usd=_ss.cost_usd + bindparam("d_cost"),
@@ -191,7 +201,7 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
         update(steps_table)
         .where(_s.id == step_id, ours)
         .values(
-            status="done",
+            status=_c("done"),
             finished_at=func.clock_timestamp(),
             lease_until=null(),
             error=null(),
@@ -201,20 +211,31 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
         .cte("finished")
     )
     m = messages_table.c
+    own = {"session_id": session_id, "turn_id": turn_id, "step_id": step_id}
+    message = {
+        **{c: _p(f"m_{c}", m[c]) for c in ANSWER},
+        **own,
+        "role": _c("assistant"),
+        "seq": counted.c.last_message_seq,
+    }
     answer = insert(messages_table).from_select(
-        [*ANSWER, "seq"],
-        select(*(_p(f"m_{c}", m[c]) for c in ANSWER), counted.c.last_message_seq).select_from(
-            finished.join(counted, true())
-        ),
+        list(message),
+        select(*_labelled(message)).select_from(finished.join(counted, true())),
         include_defaults=False,
     )
     writes = [answer.on_conflict_do_nothing().cte("answer")]
     if audited:
         d = decisions_table.c
+        row = {
+            **{c: _p(f"a_{c}", d[c]) for c in AUDIT},
+            **own,
+            "kind": _c("model"),
+            "attempt": bindparam("b_attempt"),
+            "is_error": _c(False),
+            "latency_ms": _p("s_latency_ms", _s.latency_ms),
+        }
         audit = insert(decisions_table).from_select(
-            list(AUDIT),
-            select(*(_p(f"a_{c}", d[c]) for c in AUDIT)).select_from(finished),
-            include_defaults=False,
+            list(row), select(*_labelled(row)).select_from(finished), include_defaults=False
         )
         writes.append(audit.cte("audit"))
     columns: list[Any] = [
@@ -229,16 +250,16 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
             .where(
                 _s.turn_id == turn_id,
                 _s.id != step_id,
-                _s.status.in_(("pending", "leased")),
-                _s.kind != "summarize",
-                exists(finished.select()),
+                _s.status.in_([_c("pending"), _c("leased")]),
+                _s.kind != _c("summarize"),
+                _any(finished),
             )
-            .values(status="cancelled", finished_at=func.clock_timestamp(), lease_until=null())
+            .values(status=_c("cancelled"), finished_at=func.clock_timestamp(), lease_until=null())
             .returning(_s.step_no, _s.attempt, _s.kind)
             .cte("cancelled")
         )
         last_step_no = (
-            select(func.coalesce(func.max(_s.step_no), 0))
+            select(func.coalesce(func.max(_s.step_no), _c(0)))
             .where(_s.turn_id == turn_id)
             .scalar_subquery()
         )
@@ -249,10 +270,10 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
                 select(
                     _p("b_summarize_step_id", _s.id),
                     turn_id,
-                    last_step_no + 1,
-                    literal("summarize", _s.kind.type),
+                    last_step_no + _c(1),
+                    _c("summarize"),
                     step_id,
-                    literal("pending", _s.status.type),
+                    _c("pending"),
                     func.now(),
                 )
                 .select_from(finished.join(counted, true()))
@@ -269,9 +290,9 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
         )
         cut_off = (
             select(array([cancelled.c.step_no, cancelled.c.attempt]))
-            .where(cancelled.c.kind == "model", cancelled.c.attempt > 0)
+            .where(cancelled.c.kind == _c("model"), cancelled.c.attempt > _c(0))
             .order_by(cancelled.c.step_no.desc(), cancelled.c.attempt.desc())
-            .limit(1)
+            .limit(_c(1))
             .scalar_subquery()
         )
         columns += [
