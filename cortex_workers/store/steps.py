@@ -70,19 +70,19 @@ _CLAIMED = (
     _s.tool_call_id,
 )
 
+# The step's turn is joined by its key (`UPDATE … FROM turns`): a correlated `EXISTS` under
+# the `OR` may be planned as a hash of every running turn, a cost that grows with the load.
 _CLAIM = (
     update(steps_table)
     .where(
         _s.id == bindparam("b_step_id"),
+        _t.id == _s.turn_id,
         or_(
             _s.status == "pending",
             and_(_s.status == "leased", _s.lease_until < func.now()),
         ),
         _s.available_at <= func.now() + timedelta(seconds=1),
-        or_(
-            _s.kind == "summarize",
-            select(_t.id).where(_t.id == _s.turn_id, _t.status == "running").exists(),
-        ),
+        or_(_s.kind == "summarize", _t.status == "running"),
     )
     .values(
         status="leased",
