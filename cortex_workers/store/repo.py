@@ -33,12 +33,6 @@ _m, _ss, _tt, _st = messages_table.c, sessions_table.c, turns_table.c, steps_tab
 
 _INSERT_MESSAGE = insert(messages_table).on_conflict_do_nothing().returning(_m.seq)
 
-_CONTEXT_MESSAGES = (
-    select(messages_table)
-    .where(_m.session_id == bindparam("b_session_id"), _m.seq >= bindparam("b_from_seq"))
-    .order_by(_m.seq)
-)
-
 ACTIVE = ("queued", "running")
 
 _LOCK_SESSION = (
@@ -206,12 +200,6 @@ def list_messages(db: Db, session_id: uuid.UUID, *, after: int, limit: int) -> S
         .scalars()
         .all()
     )
-
-
-def context_messages(db: Db, session_id: uuid.UUID, *, from_seq: int) -> Sequence[Any]:
-    """Messages the model may see: from `from_seq` on, in order (rows with the columns of
-    `messages`)."""
-    return db.execute(_CONTEXT_MESSAGES, {"b_session_id": session_id, "b_from_seq": from_seq}).all()
 
 
 def messages_between(db: Db, session_id: uuid.UUID, *, after: int, upto: int) -> Sequence[Message]:

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Interval, and_, bindparam, func, or_, select, tuple_, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import Integer, Interval, and_, bindparam, func, or_, select, tuple_, update
+from sqlalchemy.dialects.postgresql import aggregate_order_by, insert
 from sqlalchemy.orm import Session as Db
 
 from .models import (
@@ -93,12 +93,31 @@ _CLAIM = (
 )
 
 
+_HISTORY_COLUMNS = ("role", "content", "tool_calls", "tool_call_id", "name", "is_error")
+
+
 def _with_view(step: Any) -> Any:
     """`step`'s columns, and what a model step reads about its turn and session: the turn's
-    `model_steps`, the session's columns, the seq of the turn's user message (`user_seq`) and
-    the step_no of the step's parent (`parent_step_no`)."""
+    `model_steps`, the session's columns, the seq of the turn's user message (`user_seq`),
+    the step_no of the step's parent (`parent_step_no`) and, as `history`, the messages the
+    model sees (a JSON array, oldest first, of `_HISTORY_COLUMNS`): the last `b_window`
+    messages after the summary, and always the whole turn."""
     c, ss, m = step.c, sessions_table.c, messages_table.c
     parent = steps_table.alias("parent")
+    seen = messages_table.alias("seen")
+    user_seq = select(m.seq).where(m.turn_id == c.turn_id, m.role == "user").scalar_subquery()
+    start = func.least(
+        func.coalesce(user_seq, ss.last_message_seq),
+        func.greatest(
+            ss.summary_upto_seq + 1, ss.last_message_seq - bindparam("b_window", type_=Integer) + 1
+        ),
+    )
+    row = func.json_build_object(*(x for k in _HISTORY_COLUMNS for x in (k, seen.c[k])))
+    history = (
+        select(func.json_agg(aggregate_order_by(row, seen.c.seq)))
+        .where(seen.c.session_id == ss.id, seen.c.seq >= start)
+        .scalar_subquery()
+    )
     return select(
         *c,
         _t.model_steps,
@@ -112,14 +131,12 @@ def _with_view(step: Any) -> Any:
         ss.summary,
         ss.summary_upto_seq,
         ss.last_message_seq,
-        select(m.seq)
-        .where(m.turn_id == c.turn_id, m.role == "user")
-        .scalar_subquery()
-        .label("user_seq"),
+        user_seq.label("user_seq"),
         select(parent.c.step_no)
         .where(parent.c.id == c.parent_step_id)
         .scalar_subquery()
         .label("parent_step_no"),
+        history.label("history"),
     ).select_from(
         step.join(turns_table, _t.id == c.turn_id).join(sessions_table, ss.id == _t.session_id)
     )
@@ -165,18 +182,21 @@ def claim_step(db: Db, step_id: uuid.UUID, *, lease_s: float) -> Claim | None:
     return None if row is None else _claim_of(row)
 
 
-def claim_model_step(db: Db, step_id: uuid.UUID, *, lease_s: float) -> tuple[Claim, Any] | None:
-    """`claim_step`, with the turn's and session's columns a model step reads, in one round
-    trip (see `_claim_with_view`); None means someone else has it."""
-    params = {"b_step_id": step_id, "b_lease": timedelta(seconds=lease_s)}
+def claim_model_step(
+    db: Db, step_id: uuid.UUID, *, lease_s: float, window: int
+) -> tuple[Claim, Any] | None:
+    """`claim_step`, with what a model step reads about its turn and session and the last
+    `window` messages of its history, in one round trip (see `_with_view`); None means
+    someone else has it."""
+    params = {"b_step_id": step_id, "b_lease": timedelta(seconds=lease_s), "b_window": window}
     row = db.execute(_CLAIM_WITH_VIEW, params).first()
     return None if row is None else (_claim_of(row), row)
 
 
-def model_step_view(db: Db, step_id: uuid.UUID) -> Any:
+def model_step_view(db: Db, step_id: uuid.UUID, *, window: int) -> Any:
     """What `claim_model_step` reads with a claim, for a step as it is (to inspect the
     context a step saw, without claiming it)."""
-    return db.execute(_STEP_VIEW, {"b_step_id": step_id}).one()
+    return db.execute(_STEP_VIEW, {"b_step_id": step_id, "b_window": window}).one()
 
 
 def _claim_of(row: Any) -> Claim:

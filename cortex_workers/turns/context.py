@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, cast
 
 from sqlalchemy.orm import Session as Db
@@ -12,7 +13,6 @@ from sqlalchemy.orm import Session as Db
 from ..errors import TerminalError
 from ..messages import Message, Role, ToolCall, ToolSpec
 from ..runtime import Runtime
-from ..store import repo
 from ..store import steps as step_store
 from ..store.models import Message as MessageRow
 from ..store.steps import Claim
@@ -34,11 +34,6 @@ class ModelContext:
     """This step's position among the turn's model steps, from 1."""
     parent_step_no: int | None
     """The previous model step of the turn, whose tool results this step reads."""
-
-
-def window_start(*, summary_upto: int, last_seq: int, window: int, turn_start: int) -> int:
-    """First message seq in view: the last `window` messages, and always the whole turn."""
-    return min(turn_start, max(summary_upto + 1, last_seq - window + 1))
 
 
 UNTRUSTED_NOTE = (
@@ -103,15 +98,8 @@ def load_model_context(rt: Runtime, db: Db, claim: Claim, view: Any | None = Non
     """`view`: the row `store.steps.claim_model_step` read with the claim (read here when
     not given)."""
     if view is None:
-        view = step_store.model_step_view(db, claim.step_id)
-    turn_start = view.user_seq or view.last_message_seq
-    start = window_start(
-        summary_upto=view.summary_upto_seq,
-        last_seq=view.last_message_seq,
-        window=rt.settings.history_window,
-        turn_start=turn_start,
-    )
-    rows = repo.context_messages(db, view.session_id, from_seq=start)
+        view = step_store.model_step_view(db, claim.step_id, window=rt.settings.history_window)
+    rows = [SimpleNamespace(**m) for m in view.history or ()]
     system_prompt = (
         view.system_prompt if view.system_prompt is not None else rt.settings.system_prompt
     )

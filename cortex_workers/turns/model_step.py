@@ -55,8 +55,10 @@ def _check(lease: Lease) -> None:
 def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
     """Run one delivery of a model step; returns the steps to publish next."""
     rt = get_runtime()
-    with autocommit(rt.db) as db:  # the claim is one statement; the context is read after it
-        claimed = step_store.claim_model_step(db, step_id, lease_s=rt.settings.lease_s)
+    with autocommit(rt.db) as db:  # the claim and the context it reads are one statement
+        claimed = step_store.claim_model_step(
+            db, step_id, lease_s=rt.settings.lease_s, window=rt.settings.history_window
+        )
         if claimed is None:
             return []  # a duplicate delivery, or the turn has ended
         claim, view = claimed

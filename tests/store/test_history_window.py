@@ -1,0 +1,91 @@
+"""The history a model step reads with its claim: the last `window` messages after the
+session's summary, and always the whole of the current turn."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import update
+from sqlalchemy.orm import Session as Db
+from sqlalchemy.orm import sessionmaker
+from support import Stack
+
+from cortex_workers.store import repo, tenants
+from cortex_workers.store import steps as step_store
+from cortex_workers.store.db import autocommit, make_engine, make_sessionmaker, transaction
+from cortex_workers.store.models import Session
+
+
+@pytest.fixture(scope="module")
+def factory(stack: Stack) -> Iterator[sessionmaker[Db]]:
+    engine = make_engine(stack.database_url, pool_size=2)
+    yield make_sessionmaker(engine)
+    engine.dispose()
+
+
+def _seen(
+    factory: sessionmaker[Db],
+    *,
+    earlier: int,
+    window: int,
+    summary_upto: int = 0,
+    turn_messages: int = 0,
+) -> list[str]:
+    """Contents the first model step of a new turn sees, after `earlier` messages `m1…`; the
+    turn itself holds its user message `u` and `turn_messages` more (`t1…`)."""
+    with transaction(factory) as db:
+        tenant = tenants.ensure_tenant(db, f"window-{uuid.uuid4().hex[:8]}")
+        session = repo.insert_session(db, tenant.id)
+        for i in range(earlier):
+            role = "user" if i % 2 == 0 else "assistant"
+            repo.insert_message(db, session_id=session.id, role=role, content=f"m{i + 1}")
+        new = repo.insert_turn(
+            db, tenant_id=tenant.id, session_id=session.id, start_timeout_s=60, content="u"
+        )
+        for i in range(turn_messages):
+            repo.insert_message(
+                db, session_id=session.id, role="assistant", content=f"t{i + 1}", turn_id=new.id
+            )
+        db.execute(
+            update(Session).where(Session.id == session.id).values(summary_upto_seq=summary_upto)
+        )
+    with autocommit(factory) as db:
+        claimed = step_store.claim_model_step(db, new.first_step_id, lease_s=30, window=window)
+    assert claimed is not None
+    return [m["content"] for m in claimed[1].history]
+
+
+def test_the_last_window_messages_oldest_first(factory: sessionmaker[Db]) -> None:
+    assert _seen(factory, earlier=10, window=4) == ["m8", "m9", "m10", "u"]
+    assert _seen(factory, earlier=2, window=4) == ["m1", "m2", "u"]
+
+
+def test_nothing_the_summary_already_holds(factory: sessionmaker[Db]) -> None:
+    assert _seen(factory, earlier=10, window=6, summary_upto=8) == ["m9", "m10", "u"]
+
+
+def test_always_the_whole_turn_even_past_the_window(factory: sessionmaker[Db]) -> None:
+    assert _seen(factory, earlier=4, window=2, turn_messages=3) == ["u", "t1", "t2", "t3"]
+
+
+def test_the_view_without_a_claim_reads_the_same(factory: sessionmaker[Db]) -> None:
+    with transaction(factory) as db:
+        tenant = tenants.ensure_tenant(db, f"window-{uuid.uuid4().hex[:8]}")
+        session = repo.insert_session(db, tenant.id)
+        repo.insert_message(db, session_id=session.id, role="user", content="m1")
+        new = repo.insert_turn(
+            db, tenant_id=tenant.id, session_id=session.id, start_timeout_s=60, content="u"
+        )
+    with transaction(factory) as db:
+        view = step_store.model_step_view(db, new.first_step_id, window=1)
+    assert [m["content"] for m in view.history] == ["u"]
+    assert view.history[0] == {
+        "role": "user",
+        "content": "u",
+        "tool_calls": None,
+        "tool_call_id": None,
+        "name": None,
+        "is_error": False,
+    }
