@@ -13,7 +13,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Interval, Row, bindparam, func, literal, select, update
+from sqlalchemy import (
+    Interval,
+    Row,
+    bindparam,
+    exists,
+    func,
+    literal,
+    literal_column,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
@@ -48,16 +59,48 @@ _ACTIVE_TURNS = (
 )
 
 
-def _insert_turn(starts: bool) -> Any:
+def _insert_turn(starts: bool, *, if_idle: bool = False) -> Any:
     """Number a turn and store it, in one statement. A turn that starts at once also takes
     its user message's seq and its first model call's index in the same `UPDATE sessions`,
-    and its user message and first model step are stored with it. Returns the numbers."""
+    and its user message and first model step are stored with it. Returns the numbers.
+
+    `if_idle`: the statement takes the session's lock itself and stores the turn (started)
+    only if the session has no queued or running turn. It locks the session, then its active
+    turns: a turn that ended while it waited for a lock is re-read at its newest version and
+    no longer counts. A turn stored meanwhile is not in the statement's snapshot, but it
+    moved the session's `last_turn_seq`, so a locked row that differs from the snapshot's
+    also stores nothing. The first column, `found`, is NULL when there is no such session
+    (of the tenant); the numbers are NULL when nothing was stored."""
     values: dict[str, Any] = {"last_turn_seq": _ss.last_turn_seq + 1}
     if starts:
         values.update(last_message_seq=_ss.last_message_seq + 1, model_calls=_ss.model_calls + 1)
+    session_id: Any = bindparam("b_session_id")
+    where = [_ss.id == session_id]
+    if if_idle:
+        locked = (
+            select(_ss.id, _ss.last_turn_seq)
+            .where(_ss.id == session_id, _ss.tenant_id == bindparam("b_tenant_id"))
+            .with_for_update()
+            .cte("locked")
+        )
+        active = (
+            select(_tt.id)
+            .where(
+                _tt.session_id == session_id,
+                _tt.status.in_([literal_column("'queued'"), literal_column("'running'")]),
+                exists().select_from(locked),
+            )
+            .with_for_update()
+            .cte("active")
+        )
+        as_seen = select(_ss.last_turn_seq).where(_ss.id == session_id).scalar_subquery()
+        where += [
+            select(locked.c.last_turn_seq).scalar_subquery() == as_seen,
+            ~exists().select_from(active),
+        ]
     numbered = (
         update(sessions_table)
-        .where(_ss.id == bindparam("b_session_id"))
+        .where(*where)
         .values(**values)
         .returning(_ss.id, _ss.last_turn_seq, _ss.last_message_seq, _ss.model_calls)
         .cte("numbered")
@@ -103,12 +146,18 @@ def _insert_turn(starts: bool) -> Any:
         )
         for table, row in rows.items()
     ]
-    return select(n.last_turn_seq, n.last_message_seq, n.model_calls).add_cte(
+    counters = select(n.last_turn_seq, n.last_message_seq, n.model_calls)
+    if if_idle:
+        counters = select(locked.c.id.label("found"), *counters.selected_columns).select_from(
+            locked.outerjoin(numbered, true())
+        )
+    return counters.add_cte(
         *(stmt.cte(f"new_{table.name}") for stmt, table in zip(inserts, rows, strict=True))
     )
 
 
 _INSERT_TURN = {False: _insert_turn(False), True: _insert_turn(True)}
+_START_TURN_IF_IDLE = _insert_turn(True, if_idle=True)
 TERMINAL = ("done", "failed", "cancelled")
 
 
@@ -291,6 +340,44 @@ class NewTurn:
     seq: int
     status: str
     first_step_id: uuid.UUID | None = None
+
+
+def start_turn_if_idle(
+    db: Db,
+    *,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    timeout_s: float,
+    content: str,
+    request_hash: str | None = None,
+) -> NewTurn | bool:
+    """Store a turn that starts at once, with its user message and first model step, if the
+    tenant's session has no active turn: one statement that commits on its own (see
+    `_insert_turn`). False when there is no such session, True when it stored nothing (the
+    session is busy, or changed while the statement waited for its lock)."""
+    params: dict[str, Any] = {
+        "b_session_id": session_id,
+        "b_turn_id": uuid.uuid4(),
+        "b_tenant_id": tenant_id,
+        "b_content": storable_text(content),
+        "b_idempotency_key": None,
+        "b_request_hash": request_hash,
+        "b_timeout": timedelta(seconds=timeout_s),
+        "b_message_id": uuid.uuid4(),
+        "b_step_id": uuid.uuid4(),
+    }
+    row = db.execute(_START_TURN_IF_IDLE, params).first()
+    if row is None:
+        return False
+    if row.last_turn_seq is None:
+        return True
+    return NewTurn(
+        id=params["b_turn_id"],
+        session_id=session_id,
+        seq=row.last_turn_seq,
+        status="running",
+        first_step_id=params["b_step_id"],
+    )
 
 
 def insert_turn(

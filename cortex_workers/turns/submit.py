@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from ..errors import ConflictError, InvalidRequest, NotFound
 from ..runtime import Runtime
 from ..store import repo
-from ..store.db import transaction
+from ..store.db import autocommit, transaction
 from ..store.models import Turn
 from .lifecycle import Ended, announce, end_turn, promote_next
 from .steps import NextStep, step_ref
@@ -78,8 +78,24 @@ def _submit(
     idempotency_key: str | None,
     digest: str,
 ) -> Submitted:
+    if idempotency_key is None:  # an idle session's turn starts in one statement
+        with autocommit(rt.db) as db:
+            started = repo.start_turn_if_idle(
+                db,
+                tenant_id=tenant_id,
+                session_id=session_id,
+                timeout_s=rt.settings.turn_timeout_s,
+                content=content,
+                request_hash=digest,
+            )
+        if started is False:
+            raise NotFound(f"session {session_id} not found")
+        if isinstance(started, repo.NewTurn):
+            return Submitted(
+                started, created=True, publish=step_ref(started.first_step_id, "model")
+            )
     ended: list[Ended] = []
-    with transaction(rt.db) as db:
+    with transaction(rt.db) as db:  # a busy session, or a request with an Idempotency-Key
         if not repo.lock_session(db, session_id, tenant_id):
             raise NotFound(f"session {session_id} not found")
         if idempotency_key is not None:
