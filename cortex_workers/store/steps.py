@@ -19,6 +19,7 @@ from .models import (
     messages_table,
     sessions_table,
     steps_table,
+    tool_calls_table,
     turns_table,
 )
 from .repo import now
@@ -146,6 +147,34 @@ def _with_view(step: Any) -> Any:
 _CLAIM_WITH_VIEW = _with_view(_CLAIM.cte("claimed"))
 _STEP_VIEW = _with_view(select(*_CLAIMED).where(_s.id == bindparam("b_step_id")).subquery("step"))
 
+
+def _with_call() -> Any:
+    """The tool-step claim, with its call and what the step reads about its session: the
+    call's `call_id`, `name` and `arguments`, the session's `id`, `name`, `tenant_id` and
+    `tools` (as `allowed`), and the step_no of the model step that asked for the call."""
+    claimed = _CLAIM.cte("claimed")
+    c, tc, ss = claimed.c, tool_calls_table.c, sessions_table.c
+    parent = steps_table.alias("parent")
+    return select(
+        *c,
+        tc.call_id,
+        tc.name,
+        tc.arguments,
+        ss.id.label("session_id"),
+        ss.name.label("session_name"),
+        ss.tenant_id,
+        ss.tools.label("allowed"),
+        parent.c.step_no.label("parent_no"),
+    ).select_from(
+        claimed.join(tool_calls_table, tc.id == c.tool_call_id)
+        .join(parent, parent.c.id == c.parent_step_id)
+        .join(turns_table, _t.id == c.turn_id)
+        .join(sessions_table, ss.id == _t.session_id)
+    )
+
+
+_CLAIM_WITH_CALL = _with_call()
+
 _FINISH = (
     update(steps_table)
     .where(
@@ -190,6 +219,14 @@ def claim_model_step(
     someone else has it."""
     params = {"b_step_id": step_id, "b_lease": timedelta(seconds=lease_s), "b_window": window}
     row = db.execute(_CLAIM_WITH_VIEW, params).first()
+    return None if row is None else (_claim_of(row), row)
+
+
+def claim_tool_step(db: Db, step_id: uuid.UUID, *, lease_s: float) -> tuple[Claim, Any] | None:
+    """`claim_step` for a tool step, with its call and session, in one round trip (see
+    `_with_call`); None means someone else has it."""
+    params = {"b_step_id": step_id, "b_lease": timedelta(seconds=lease_s)}
+    row = db.execute(_CLAIM_WITH_CALL, params).first()
     return None if row is None else (_claim_of(row), row)
 
 
@@ -323,17 +360,6 @@ def steps_of_turn(db: Db, turn_id: uuid.UUID) -> Sequence[Step]:
         .scalars()
         .all()
     )
-
-
-def open_children(db: Db, parent_step_id: uuid.UUID) -> int:
-    """Tool steps of a model step that have not finished."""
-    return db.execute(
-        select(func.count()).where(
-            Step.parent_step_id == parent_step_id,
-            Step.kind == "tool",
-            Step.status.in_(("pending", "leased")),
-        )
-    ).scalar_one()
 
 
 def stale_steps(db: Db, *, republish_after_s: float, limit: int = 200) -> Sequence[Step]:

@@ -6,12 +6,12 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
 from .models import ToolCallRow
-from .repo import now, storable_json, storable_text
+from .repo import storable_json
 
 
 def insert_tool_call(
@@ -36,42 +36,6 @@ def insert_tool_call(
         .on_conflict_do_nothing()
         .returning(ToolCallRow.id)
     ).scalar_one_or_none()
-
-
-def get_tool_call(db: Db, tool_call_id: uuid.UUID) -> ToolCallRow | None:
-    return db.get(ToolCallRow, tool_call_id)
-
-
-def record_tool_result(
-    db: Db,
-    tool_call_id: uuid.UUID,
-    *,
-    result: str,
-    is_error: bool,
-    truncated: bool,
-    latency_ms: int,
-    severity: str = "ok",
-    error_kind: str | None = None,
-) -> bool:
-    """Store the result once; False when it was already stored."""
-    return (
-        db.execute(
-            update(ToolCallRow)
-            .where(ToolCallRow.id == tool_call_id, ToolCallRow.status == "pending")
-            .values(
-                status="done",
-                result=storable_text(result),
-                is_error=is_error,
-                truncated=truncated,
-                severity=severity,
-                error_kind=error_kind,
-                latency_ms=latency_ms,
-                finished_at=now(),
-            )
-            .returning(ToolCallRow.id)
-        ).first()
-        is not None
-    )
 
 
 def of_turn(db: Db, turn_id: uuid.UUID) -> Sequence[ToolCallRow]:

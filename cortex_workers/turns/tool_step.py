@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..runtime import Runtime, get_runtime
-from ..store import proposals, repo, tool_calls
+from ..store import proposals, repo, tool_results
 from ..store import steps as step_store
-from ..store.db import transaction
+from ..store.db import autocommit, transaction
 from ..store.steps import Claim
 from ..streaming import emit_batch_event
 from ..tools import Limits, ToolContext, ToolOutcome, run_call
@@ -124,117 +124,112 @@ def _run(rt: Runtime, call: _Call, progress: Callable[[float], None]) -> ToolOut
 
 
 def _claim(rt: Runtime, step_id: uuid.UUID) -> _Call | None:
-    with transaction(rt.db) as db:
-        claim = step_store.claim_step(db, step_id, lease_s=rt.settings.lease_s)
-        if claim is None or claim.tool_call_id is None or claim.parent_step_id is None:
-            return None
-        row = tool_calls.get_tool_call(db, claim.tool_call_id)
-        turn = repo.get_turn(db, claim.turn_id)
-        assert row is not None and turn is not None
-        session = repo.get_session(db, turn.session_id)
-        parent = step_store.get_step(db, claim.parent_step_id)
-        assert session is not None and parent is not None
-        return _Call(
-            claim,
-            claim.tool_call_id,
-            row.call_id,
-            row.name,
-            row.arguments,
-            session.tools,
-            session.id,
-            session.name,
-            session.tenant_id,
-            parent.step_no,
-        )
+    with autocommit(rt.db) as db:  # one statement
+        claimed = step_store.claim_tool_step(db, step_id, lease_s=rt.settings.lease_s)
+    if claimed is None:
+        return None
+    claim, row = claimed
+    assert claim.tool_call_id is not None
+    return _Call(
+        claim,
+        claim.tool_call_id,
+        row.call_id,
+        row.name,
+        row.arguments,
+        row.allowed,
+        row.session_id,
+        row.session_name,
+        row.tenant_id,
+        row.parent_no,
+    )
+
+
+class _Refused(Exception):
+    """A newer attempt owns the step: store nothing."""
 
 
 def _commit(
     rt: Runtime, call: _Call, outcome: ToolOutcome
 ) -> tuple[ToolOutcome, dict[str, Any] | None, list[NextStep]] | None:
+    """Store the result in one statement and, if it completes the batch, add the turn's next
+    model step, in one transaction under the session's lock."""
     claim = call.claim
     proposal: dict[str, Any] | None = None
     publish: list[NextStep] = []
-    with transaction(rt.db) as db:
-        repo.get_session(db, call.session_id, lock=True)
-        if not step_store.finish_step(
-            db, claim.step_id, claim.attempt, latency_ms=outcome.latency_ms
-        ):
-            return None
-        if outcome.effect is not None:
-            effect = outcome.effect
-            pid = proposals.create(
-                db,
-                tool_call_id=call.tool_call_id,
-                ttl_s=rt.settings.proposal_ttl_s,
-                tenant_id=call.tenant_id,
-                session_id=call.session_id,
-                turn_id=claim.turn_id,
-                action=effect.action,
-                product=effect.product,
-                params=effect.params,
-                rationale=effect.rationale,
-                blast_radius=effect.blast_radius,
-                reversible=effect.reversible,
-            )
-            row = proposals.get(db, pid, tenant_id=call.tenant_id)
-            assert row is not None
-            proposal = proposal_data(row)
-            outcome = replace(
-                outcome,
-                content=json.dumps(
-                    {"proposal_id": str(pid), "posted_to_chat": True, "awaits_confirmation": True}
-                ),
-            )
-        tool_calls.record_tool_result(
-            db,
-            call.tool_call_id,
-            result=outcome.content,
-            is_error=outcome.is_error,
-            truncated=outcome.truncated,
-            latency_ms=outcome.latency_ms,
-            severity=outcome.severity,
-            error_kind=outcome.error,
-        )
-        repo.insert_message(
-            db,
-            session_id=call.session_id,
-            role="tool",
-            content=outcome.content,
-            tool_call_id=call.call_id,
-            name=call.name,
-            is_error=outcome.is_error,
-            turn_id=claim.turn_id,
-            step_id=claim.step_id,
-        )
-        step_store.record_decision(
-            db,
-            tenant_id=call.tenant_id,
-            session_id=call.session_id,
-            turn_id=claim.turn_id,
-            step_id=claim.step_id,
-            kind="tool",
-            name=call.name,
-            attempt=claim.attempt,
-            input={"arguments": call.arguments},
-            is_error=outcome.is_error,
-            latency_ms=outcome.latency_ms,
-            output={
-                "chars": len(outcome.content),
-                "truncated": outcome.truncated,
-                "severity": outcome.severity,
-                "error": outcome.error,
-                **({"proposal_id": proposal["id"]} if proposal else {}),
-                **({"message": outcome.content[:500]} if outcome.is_error else {}),
-            },
-        )
-        if step_store.open_children(db, claim.parent_step_id or claim.step_id) == 0:
-            turn = repo.get_turn(db, claim.turn_id)
-            if turn is not None and turn.status == "running":
+    try:
+        with transaction(rt.db) as db:
+            if outcome.effect is not None:
+                repo.get_session(db, call.session_id, lock=True)  # the lock comes first
+                proposal, outcome = _propose(rt, db, call, outcome)
+            if not tool_results.store_result(db, _result(call, outcome, proposal)):
+                raise _Refused
+            parent = claim.parent_step_id or claim.step_id
+            batch = tool_results.batch_after(db, parent_step_id=parent, turn_id=claim.turn_id)
+            if batch.open == 0 and batch.turn_status == "running":
                 publish = create_model_step(
                     db,
                     turn_id=claim.turn_id,
                     session_id=call.session_id,
-                    step_no=step_store.last_step_no(db, claim.turn_id) + 1,
+                    step_no=batch.last_step_no + 1,
                     parent_step_id=claim.parent_step_id,
                 )
+    except _Refused:
+        return None
     return outcome, proposal, publish
+
+
+def _propose(
+    rt: Runtime, db: Any, call: _Call, outcome: ToolOutcome
+) -> tuple[dict[str, Any], ToolOutcome]:
+    """The proposal row of a `propose_action` call, and the result the model reads of it."""
+    effect = outcome.effect
+    assert effect is not None
+    pid = proposals.create(
+        db,
+        tool_call_id=call.tool_call_id,
+        ttl_s=rt.settings.proposal_ttl_s,
+        tenant_id=call.tenant_id,
+        session_id=call.session_id,
+        turn_id=call.claim.turn_id,
+        action=effect.action,
+        product=effect.product,
+        params=effect.params,
+        rationale=effect.rationale,
+        blast_radius=effect.blast_radius,
+        reversible=effect.reversible,
+    )
+    row = proposals.get(db, pid, tenant_id=call.tenant_id)
+    assert row is not None
+    content = {"proposal_id": str(pid), "posted_to_chat": True, "awaits_confirmation": True}
+    return proposal_data(row), replace(outcome, content=json.dumps(content))
+
+
+def _result(
+    call: _Call, outcome: ToolOutcome, proposal: dict[str, Any] | None
+) -> tool_results.ToolResult:
+    claim = call.claim
+    return tool_results.ToolResult(
+        session_id=call.session_id,
+        tenant_id=call.tenant_id,
+        turn_id=claim.turn_id,
+        step_id=claim.step_id,
+        attempt=claim.attempt,
+        tool_call_id=call.tool_call_id,
+        call_id=call.call_id,
+        name=call.name,
+        content=outcome.content,
+        is_error=outcome.is_error,
+        truncated=outcome.truncated,
+        severity=outcome.severity,
+        error_kind=outcome.error,
+        latency_ms=outcome.latency_ms,
+        audit_input={"arguments": call.arguments},
+        audit_output={
+            "chars": len(outcome.content),
+            "truncated": outcome.truncated,
+            "severity": outcome.severity,
+            "error": outcome.error,
+            **({"proposal_id": proposal["id"]} if proposal else {}),
+            **({"message": outcome.content[:500]} if outcome.is_error else {}),
+        },
+    )
