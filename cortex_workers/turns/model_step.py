@@ -182,7 +182,7 @@ def _repair_tool_results(rt: Runtime, ctx: ModelContext, claim: Claim) -> None:
     """Re-emit tool results whose event was lost (a tool worker died after its commit)."""
     assert ctx.parent_step_no is not None and claim.parent_step_id is not None
     seen = tool_results_emitted(rt.redis, ctx.turn_id, model_step_no=ctx.parent_step_no)
-    with transaction(rt.db) as db:
+    with autocommit(rt.db) as db:  # one read
         calls = tool_calls.of_step(db, claim.parent_step_id)
     for call in calls:
         if call.call_id not in seen and call.status == "done":
