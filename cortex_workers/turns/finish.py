@@ -127,13 +127,9 @@ def _reply(
         "cost_usd": cost,
         "latency_ms": latency_ms,
     }
-    message = {
+    message = {  # the session, turn, step and seq are the statement's own
         "id": uuid.uuid4(),
-        "session_id": ctx.session_id,
-        "role": "assistant",
         "content": repo.storable_text(completion.text),
-        "turn_id": claim.turn_id,
-        "step_id": claim.step_id,
         "tool_calls": repo.storable_json(
             [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
         )
