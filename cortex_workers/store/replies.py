@@ -24,9 +24,7 @@ from sqlalchemy import (
     Boolean,
     Integer,
     bindparam,
-    exists,
     func,
-    literal_column,
     null,
     select,
     true,
@@ -42,6 +40,7 @@ from .models import (
     steps_table,
     turns_table,
 )
+from .sql import const, exists_in
 
 _ss, _tt, _s = sessions_table.c, turns_table.c, steps_table.c
 
@@ -103,18 +102,6 @@ def _p(name: str, column: Any) -> Any:
     return bindparam(name, type_=column.type) if isinstance(column.type, JSONB) else bindparam(name)
 
 
-def _c(value: str | int | bool) -> Any:
-    """A constant, written into the statement rather than bound: the statement stays short
-    enough (under 4096 characters and 50 parameters) for psycopg to cache its conversion."""
-    text = f"'{value}'" if isinstance(value, str) else str(value).lower()
-    return literal_column(text)
-
-
-def _any(cte: Any) -> Any:
-    """`EXISTS (SELECT * FROM cte)`."""
-    return exists().select_from(cte)
-
-
 def _labelled(row: dict[str, Any]) -> list[Any]:
     """The values of an `INSERT … SELECT`, each named for its column (not `anon_N`)."""
     return [v if k == "seq" else v.label(k) for k, v in row.items()]
@@ -131,7 +118,7 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
     )
     turn = (
         select(_tt.id, _tt.seq)
-        .where(_tt.id == turn_id, _tt.status == _c("running"), _any(session))
+        .where(_tt.id == turn_id, _tt.status == const("running"), exists_in(session))
         .with_for_update()
         .cte("locked_turn")
     )
@@ -140,8 +127,8 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
         .where(
             _s.id == step_id,
             _s.attempt == bindparam("b_attempt"),
-            _s.status == _c("leased"),
-            _any(turn),
+            _s.status == const("leased"),
+            exists_in(turn),
         )
         .with_for_update()
         .cte("locked_step")
@@ -156,12 +143,12 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
             )
             .cte("go")
         )
-    ours = _any(go)
+    ours = exists_in(go)
     counted = (
         update(sessions_table)
         .where(_ss.id == session_id, ours)
         .values(
-            last_message_seq=_ss.last_message_seq + _c(1),
+            last_message_seq=_ss.last_message_seq + const(1),
             input_tokens=_ss.input_tokens + bindparam("d_input"),
             output_tokens=_ss.output_tokens + bindparam("d_output"),
             cost_usd=_ss.cost_usd + bindparam("d_cost"),
@@ -201,7 +188,7 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
         update(steps_table)
         .where(_s.id == step_id, ours)
         .values(
-            status=_c("done"),
+            status=const("done"),
             finished_at=func.clock_timestamp(),
             lease_until=null(),
             error=null(),
@@ -215,7 +202,7 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
     message = {
         **{c: _p(f"m_{c}", m[c]) for c in ANSWER},
         **own,
-        "role": _c("assistant"),
+        "role": const("assistant"),
         "seq": counted.c.last_message_seq,
     }
     answer = insert(messages_table).from_select(
@@ -229,9 +216,9 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
         row = {
             **{c: _p(f"a_{c}", d[c]) for c in AUDIT},
             **own,
-            "kind": _c("model"),
+            "kind": const("model"),
             "attempt": bindparam("b_attempt"),
-            "is_error": _c(False),
+            "is_error": const(False),
             "latency_ms": _p("s_latency_ms", _s.latency_ms),
         }
         audit = insert(decisions_table).from_select(
@@ -250,16 +237,18 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
             .where(
                 _s.turn_id == turn_id,
                 _s.id != step_id,
-                _s.status.in_([_c("pending"), _c("leased")]),
-                _s.kind != _c("summarize"),
-                _any(finished),
+                _s.status.in_([const("pending"), const("leased")]),
+                _s.kind != const("summarize"),
+                exists_in(finished),
             )
-            .values(status=_c("cancelled"), finished_at=func.clock_timestamp(), lease_until=null())
+            .values(
+                status=const("cancelled"), finished_at=func.clock_timestamp(), lease_until=null()
+            )
             .returning(_s.step_no, _s.attempt, _s.kind)
             .cte("cancelled")
         )
         last_step_no = (
-            select(func.coalesce(func.max(_s.step_no), _c(0)))
+            select(func.coalesce(func.max(_s.step_no), const(0)))
             .where(_s.turn_id == turn_id)
             .scalar_subquery()
         )
@@ -270,10 +259,10 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
                 select(
                     _p("b_summarize_step_id", _s.id),
                     turn_id,
-                    last_step_no + _c(1),
-                    _c("summarize"),
+                    last_step_no + const(1),
+                    const("summarize"),
                     step_id,
-                    _c("pending"),
+                    const("pending"),
                     func.now(),
                 )
                 .select_from(finished.join(counted, true()))
@@ -290,9 +279,9 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
         )
         cut_off = (
             select(array([cancelled.c.step_no, cancelled.c.attempt]))
-            .where(cancelled.c.kind == _c("model"), cancelled.c.attempt > _c(0))
+            .where(cancelled.c.kind == const("model"), cancelled.c.attempt > const(0))
             .order_by(cancelled.c.step_no.desc(), cancelled.c.attempt.desc())
-            .limit(_c(1))
+            .limit(const(1))
             .scalar_subquery()
         )
         columns += [

@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, exists, func, literal_column, null, select, update
+from sqlalchemy import bindparam, func, null, select, update
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.orm import Session as Db
 
@@ -26,20 +26,13 @@ from .models import (
     turns_table,
 )
 from .repo import storable_json, storable_text
+from .sql import const, exists_in
 
 _ss, _s, _tc, _t = sessions_table.c, steps_table.c, tool_calls_table.c, turns_table.c
 
 
-def _c(value: str) -> Any:
-    return literal_column(f"'{value}'")
-
-
 def _json(name: str) -> Any:
     return bindparam(name, type_=JSONB(none_as_null=True))
-
-
-def _any(cte: Any) -> Any:
-    return exists().select_from(cte)
 
 
 def _statement() -> Any:
@@ -51,11 +44,11 @@ def _statement() -> Any:
         .where(
             _s.id == step_id,
             _s.attempt == bindparam("b_attempt"),
-            _s.status == _c("leased"),
-            _any(locked),
+            _s.status == const("leased"),
+            exists_in(locked),
         )
         .values(
-            status=_c("done"),
+            status=const("done"),
             finished_at=func.clock_timestamp(),
             lease_until=null(),
             error=null(),
@@ -66,9 +59,13 @@ def _statement() -> Any:
     )
     result = (
         update(tool_calls_table)
-        .where(_tc.id == bindparam("b_tool_call_id"), _tc.status == _c("pending"), _any(finished))
+        .where(
+            _tc.id == bindparam("b_tool_call_id"),
+            _tc.status == const("pending"),
+            exists_in(finished),
+        )
         .values(
-            status=_c("done"),
+            status=const("done"),
             result=bindparam("b_content"),
             is_error=bindparam("b_is_error"),
             truncated=bindparam("b_truncated"),
@@ -81,8 +78,8 @@ def _statement() -> Any:
     )
     counted = (
         update(sessions_table)
-        .where(_ss.id == session_id, _any(finished))
-        .values(last_message_seq=_ss.last_message_seq + literal_column("1"))
+        .where(_ss.id == session_id, exists_in(finished))
+        .values(last_message_seq=_ss.last_message_seq + const(1))
         .returning(_ss.last_message_seq)
         .cte("counted")
     )
@@ -90,7 +87,7 @@ def _statement() -> Any:
         "id": bindparam("b_message_id"),
         "session_id": session_id,
         "seq": counted.c.last_message_seq,
-        "role": _c("tool"),
+        "role": const("tool"),
         "content": bindparam("b_content"),
         "tool_call_id": bindparam("b_call_id"),
         "name": bindparam("b_name"),
@@ -108,7 +105,7 @@ def _statement() -> Any:
         "session_id": session_id,
         "turn_id": bindparam("b_turn_id"),
         "step_id": step_id,
-        "kind": _c("tool"),
+        "kind": const("tool"),
         "name": bindparam("b_name"),
         "attempt": bindparam("b_attempt"),
         "input": _json("b_input"),
@@ -179,13 +176,13 @@ _BATCH_AFTER = select(
     select(func.count())
     .where(
         _s.parent_step_id == bindparam("b_parent_step_id"),
-        _s.kind == _c("tool"),
-        _s.status.in_([_c("pending"), _c("leased")]),
+        _s.kind == const("tool"),
+        _s.status.in_([const("pending"), const("leased")]),
     )
     .scalar_subquery()
     .label("open"),
     select(_t.status).where(_t.id == bindparam("b_turn_id")).scalar_subquery().label("turn_status"),
-    select(func.coalesce(func.max(_s.step_no), literal_column("0")))
+    select(func.coalesce(func.max(_s.step_no), const(0)))
     .where(_s.turn_id == bindparam("b_turn_id"))
     .scalar_subquery()
     .label("last_step_no"),

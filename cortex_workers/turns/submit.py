@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from ..errors import ConflictError, InvalidRequest, NotFound
 from ..runtime import Runtime
-from ..store import repo
+from ..store import new_turns, repo
 from ..store.db import autocommit, transaction
 from ..store.models import Turn
 from .lifecycle import Ended, announce, end_turn, promote_next
@@ -25,7 +25,7 @@ IfBusy = Literal["enqueue", "reject", "interrupt"]
 class Submitted:
     """The accepted turn, whether this request created it, and what to publish."""
 
-    turn: Turn | repo.NewTurn
+    turn: Turn | new_turns.NewTurn
     created: bool
     publish: list[NextStep] = field(default_factory=list)
 
@@ -80,7 +80,7 @@ def _submit(
 ) -> Submitted:
     if idempotency_key is None:  # an idle session's turn starts in one statement
         with autocommit(rt.db) as db:
-            started = repo.start_turn_if_idle(
+            started = new_turns.start_turn_if_idle(
                 db,
                 tenant_id=tenant_id,
                 session_id=session_id,
@@ -90,13 +90,13 @@ def _submit(
             )
         if started is False:
             raise NotFound(f"session {session_id} not found")
-        if isinstance(started, repo.NewTurn):
+        if isinstance(started, new_turns.NewTurn):
             return Submitted(
                 started, created=True, publish=step_ref(started.first_step_id, "model")
             )
     ended: list[Ended] = []
     with transaction(rt.db) as db:  # a busy session, or a request with an Idempotency-Key
-        if not repo.lock_session(db, session_id, tenant_id):
+        if not new_turns.lock_session(db, session_id, tenant_id):
             raise NotFound(f"session {session_id} not found")
         if idempotency_key is not None:
             existing = repo.turn_by_idempotency_key(db, tenant_id, idempotency_key)
@@ -121,7 +121,7 @@ def _submit(
         # once. Otherwise it queues; if no turn is running (a lost promotion, the reconciler's
         # case), the oldest queued one starts.
         starts = not active or if_busy == "interrupt"
-        turn = repo.insert_turn(
+        turn = new_turns.insert_turn(
             db,
             tenant_id=tenant_id,
             session_id=session_id,

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session as Db
 from sqlalchemy.orm import sessionmaker
 from support import Stack
 
-from cortex_workers.store import repo, tenants
+from cortex_workers.store import new_turns, repo, tenants
 from cortex_workers.store import steps as step_store
 from cortex_workers.store.db import autocommit, make_engine, make_sessionmaker, transaction
 from cortex_workers.store.models import Session
@@ -41,7 +41,7 @@ def _seen(
         for i in range(earlier):
             role = "user" if i % 2 == 0 else "assistant"
             repo.insert_message(db, session_id=session.id, role=role, content=f"m{i + 1}")
-        new = repo.insert_turn(
+        new = new_turns.insert_turn(
             db, tenant_id=tenant.id, session_id=session.id, start_timeout_s=60, content="u"
         )
         for i in range(turn_messages):
@@ -75,7 +75,7 @@ def test_the_view_without_a_claim_reads_the_same(factory: sessionmaker[Db]) -> N
         tenant = tenants.ensure_tenant(db, f"window-{uuid.uuid4().hex[:8]}")
         session = repo.insert_session(db, tenant.id)
         repo.insert_message(db, session_id=session.id, role="user", content="m1")
-        new = repo.insert_turn(
+        new = new_turns.insert_turn(
             db, tenant_id=tenant.id, session_id=session.id, start_timeout_s=60, content="u"
         )
     with transaction(factory) as db:

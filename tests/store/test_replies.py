@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session as Db
 from sqlalchemy.orm import sessionmaker
 from support import Stack
 
-from cortex_workers.store import repo, tenants
+from cortex_workers.store import new_turns, repo, tenants
 from cortex_workers.store import steps as step_store
 from cortex_workers.store.db import autocommit, make_engine, make_sessionmaker, transaction
 from cortex_workers.store.models import Decision, Message, Session, Step, Turn
@@ -41,7 +41,7 @@ def _running_turn(factory: sessionmaker[Db], *, extra_steps: int = 0) -> Running
     with transaction(factory) as db:
         tenant = tenants.ensure_tenant(db, f"replies-{uuid.uuid4().hex[:8]}")
         session = repo.insert_session(db, tenant.id)
-        new = repo.insert_turn(
+        new = new_turns.insert_turn(
             db, tenant_id=tenant.id, session_id=session.id, start_timeout_s=60, content="hi"
         )
         for i in range(extra_steps):
@@ -168,7 +168,7 @@ def test_a_gated_reply_stores_nothing_while_a_later_turn_waits(
     r = _running_turn(factory)
     with transaction(factory) as db:
         tenant_id = db.get(Session, r.session_id).tenant_id  # type: ignore[union-attr]
-        repo.insert_turn(
+        new_turns.insert_turn(
             db, tenant_id=tenant_id, session_id=r.session_id, start_timeout_s=None, content="next"
         )
     before = _state(factory, r)

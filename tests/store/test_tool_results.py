@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session as Db
 from sqlalchemy.orm import sessionmaker
 from support import Stack
 
-from cortex_workers.store import repo, tenants, tool_calls, tool_results
+from cortex_workers.store import new_turns, repo, tenants, tool_calls, tool_results
 from cortex_workers.store import steps as step_store
 from cortex_workers.store.db import autocommit, make_engine, make_sessionmaker, transaction
 from cortex_workers.store.models import Decision, Message, Step, ToolCallRow
@@ -31,7 +31,7 @@ def _batch_of_two(factory: sessionmaker[Db]) -> tuple[Any, list[tuple[Any, Any]]
     with transaction(factory) as db:
         tenant = tenants.ensure_tenant(db, f"results-{uuid.uuid4().hex[:8]}")
         session = repo.insert_session(db, tenant.id)
-        new = repo.insert_turn(
+        new = new_turns.insert_turn(
             db, tenant_id=tenant.id, session_id=session.id, start_timeout_s=60, content="hi"
         )
         tool_steps = []

@@ -1,0 +1,225 @@
+"""A new turn, numbered in its session and stored in one statement: with its user message and
+first model step when it starts at once, queued behind the session's active turn otherwise.
+
+`turns.submit` takes the session lock (`lock_session`) and calls `insert_turn`, or, for a
+session that looks idle, tries `start_turn_if_idle`, which takes the lock itself and commits
+on its own.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import Interval, bindparam, func, literal, select, true, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session as Db
+
+from .models import messages_table, sessions_table, steps_table, turns_table
+from .repo import storable_text
+from .sql import const, exists_in
+
+_m, _ss, _tt, _st = messages_table.c, sessions_table.c, turns_table.c, steps_table.c
+
+_LOCK_SESSION = (
+    select(_ss.id)
+    .where(_ss.id == bindparam("b_session_id"), _ss.tenant_id == bindparam("b_tenant_id"))
+    .with_for_update()
+)
+
+
+def _insert_turn(starts: bool, *, if_idle: bool = False) -> Any:
+    """Number a turn and store it, in one statement. A turn that starts at once also takes
+    its user message's seq and its first model call's index in the same `UPDATE sessions`,
+    and its user message and first model step are stored with it. Returns the numbers.
+
+    `if_idle`: the statement takes the session's lock itself and stores the turn (started)
+    only if the session has no queued or running turn. It locks the session, then its active
+    turns: a turn that ended while it waited for a lock is re-read at its newest version and
+    no longer counts. A turn stored meanwhile is not in the statement's snapshot, but it
+    moved the session's `last_turn_seq`, so a locked row that differs from the snapshot's
+    also stores nothing. The first column, `found`, is NULL when there is no such session
+    (of the tenant); the numbers are NULL when nothing was stored."""
+    values: dict[str, Any] = {"last_turn_seq": _ss.last_turn_seq + 1}
+    if starts:
+        values.update(last_message_seq=_ss.last_message_seq + 1, model_calls=_ss.model_calls + 1)
+    session_id: Any = bindparam("b_session_id")
+    where = [_ss.id == session_id]
+    if if_idle:
+        locked = (
+            select(_ss.id, _ss.last_turn_seq)
+            .where(_ss.id == session_id, _ss.tenant_id == bindparam("b_tenant_id"))
+            .with_for_update()
+            .cte("locked")
+        )
+        active = (
+            select(_tt.id)
+            .where(
+                _tt.session_id == session_id,
+                _tt.status.in_([const("queued"), const("running")]),
+                exists_in(locked),
+            )
+            .with_for_update()
+            .cte("active")
+        )
+        as_seen = select(_ss.last_turn_seq).where(_ss.id == session_id).scalar_subquery()
+        where += [
+            select(locked.c.last_turn_seq).scalar_subquery() == as_seen,
+            ~exists_in(active),
+        ]
+    numbered = (
+        update(sessions_table)
+        .where(*where)
+        .values(**values)
+        .returning(_ss.id, _ss.last_turn_seq, _ss.last_message_seq, _ss.model_calls)
+        .cte("numbered")
+    )
+    n = numbered.c
+    turn_id = bindparam("b_turn_id", type_=_tt.id.type)
+    content = bindparam("b_content", type_=_tt.content.type)
+    turn: dict[str, Any] = {
+        "id": turn_id,
+        "tenant_id": bindparam("b_tenant_id", type_=_tt.tenant_id.type),
+        "session_id": n.id,
+        "seq": n.last_turn_seq,
+        "status": literal("running" if starts else "queued", _tt.status.type),
+        "content": content,
+        "idempotency_key": bindparam("b_idempotency_key", type_=_tt.idempotency_key.type),
+        "request_hash": bindparam("b_request_hash", type_=_tt.request_hash.type),
+    }
+    rows = {turns_table: turn}
+    if starts:
+        # the time it starts, after the session lock (`now()` is when the transaction began)
+        turn["started_at"] = func.clock_timestamp()
+        turn["deadline"] = func.clock_timestamp() + bindparam("b_timeout", type_=Interval())
+        rows[messages_table] = {
+            "id": bindparam("b_message_id", type_=_m.id.type),
+            "session_id": n.id,
+            "seq": n.last_message_seq,
+            "role": literal("user", _m.role.type),
+            "content": content,
+            "turn_id": turn_id,
+        }
+        rows[steps_table] = {
+            "id": bindparam("b_step_id", type_=_st.id.type),
+            "turn_id": turn_id,
+            "step_no": literal(1, _st.step_no.type),
+            "kind": literal("model", _st.kind.type),
+            "status": literal("pending", _st.status.type),
+            "published_at": func.now(),
+            "call_index": n.model_calls - 1,
+        }
+    inserts = [
+        insert(table).from_select(  # the columns not named here take their server defaults
+            list(row), select(*row.values()).select_from(numbered), include_defaults=False
+        )
+        for table, row in rows.items()
+    ]
+    counters = select(n.last_turn_seq, n.last_message_seq, n.model_calls)
+    if if_idle:
+        counters = select(locked.c.id.label("found"), *counters.selected_columns).select_from(
+            locked.outerjoin(numbered, true())
+        )
+    return counters.add_cte(
+        *(stmt.cte(f"new_{table.name}") for stmt, table in zip(inserts, rows, strict=True))
+    )
+
+
+_INSERT_TURN = {False: _insert_turn(False), True: _insert_turn(True)}
+_START_TURN_IF_IDLE = _insert_turn(True, if_idle=True)
+
+
+def lock_session(db: Db, session_id: uuid.UUID, tenant_id: uuid.UUID) -> bool:
+    """Take the tenant's session's row lock; False when there is no such session."""
+    params = {"b_session_id": session_id, "b_tenant_id": tenant_id}
+    return db.execute(_LOCK_SESSION, params).first() is not None
+
+
+@dataclass(frozen=True, slots=True)
+class NewTurn:
+    """A turn just stored: what the 202 response says of it, and its first model step when
+    it started at once."""
+
+    id: uuid.UUID
+    session_id: uuid.UUID
+    seq: int
+    status: str
+    first_step_id: uuid.UUID | None = None
+
+
+def start_turn_if_idle(
+    db: Db,
+    *,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    timeout_s: float,
+    content: str,
+    request_hash: str | None = None,
+) -> NewTurn | bool:
+    """Store a turn that starts at once, with its user message and first model step, if the
+    tenant's session has no active turn: one statement that commits on its own (see
+    `_insert_turn`). False when there is no such session, True when it stored nothing (the
+    session is busy, or changed while the statement waited for its lock)."""
+    params: dict[str, Any] = {
+        "b_session_id": session_id,
+        "b_turn_id": uuid.uuid4(),
+        "b_tenant_id": tenant_id,
+        "b_content": storable_text(content),
+        "b_idempotency_key": None,
+        "b_request_hash": request_hash,
+        "b_timeout": timedelta(seconds=timeout_s),
+        "b_message_id": uuid.uuid4(),
+        "b_step_id": uuid.uuid4(),
+    }
+    row = db.execute(_START_TURN_IF_IDLE, params).first()
+    if row is None:
+        return False
+    if row.last_turn_seq is None:
+        return True
+    return NewTurn(
+        id=params["b_turn_id"],
+        session_id=session_id,
+        seq=row.last_turn_seq,
+        status="running",
+        first_step_id=params["b_step_id"],
+    )
+
+
+def insert_turn(
+    db: Db,
+    *,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    start_timeout_s: float | None,
+    content: str,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
+) -> NewTurn:
+    """Number and store a turn, in one round trip: started at once, with its user message
+    and first model step, when `start_timeout_s` is given, else queued. Caller holds the
+    session lock."""
+    starts = start_timeout_s is not None
+    params: dict[str, Any] = {
+        "b_session_id": session_id,
+        "b_turn_id": uuid.uuid4(),
+        "b_tenant_id": tenant_id,
+        "b_content": storable_text(content),
+        "b_idempotency_key": idempotency_key,
+        "b_request_hash": request_hash,
+    }
+    if starts:
+        params.update(
+            b_timeout=timedelta(seconds=start_timeout_s or 0),
+            b_message_id=uuid.uuid4(),
+            b_step_id=uuid.uuid4(),
+        )
+    counters = db.execute(_INSERT_TURN[starts], params).one()
+    return NewTurn(
+        id=params["b_turn_id"],
+        session_id=session_id,
+        seq=counters.last_turn_seq,
+        status="running" if starts else "queued",
+        first_step_id=params.get("b_step_id"),
+    )
