@@ -7,6 +7,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from sqlalchemy.orm import Session as Db
 from sqlalchemy.orm import sessionmaker
 from support import Stack
 
-from cortex_workers.store import repo, tenants
+from cortex_workers.store import new_turns, repo, tenants
 from cortex_workers.store.db import autocommit, make_engine, make_sessionmaker, transaction
 from cortex_workers.store.models import Message, Step, Turn
 
@@ -35,7 +36,7 @@ def _session(factory: sessionmaker[Db]) -> tuple[uuid.UUID, uuid.UUID]:
 
 def _start(factory: sessionmaker[Db], tenant_id: uuid.UUID, session_id: uuid.UUID) -> Any:
     with autocommit(factory) as db:
-        return repo.start_turn_if_idle(
+        return new_turns.start_turn_if_idle(
             db, tenant_id=tenant_id, session_id=session_id, timeout_s=60, content="go"
         )
 
@@ -53,7 +54,7 @@ def test_an_idle_session_starts_the_turn_with_its_message_and_first_step(
 ) -> None:
     tenant_id, session_id = _session(factory)
     new = _start(factory, tenant_id, session_id)
-    assert isinstance(new, repo.NewTurn) and (new.seq, new.status) == (1, "running")
+    assert isinstance(new, new_turns.NewTurn) and (new.seq, new.status) == (1, "running")
     with transaction(factory) as db:
         turn = db.get(Turn, new.id)
         assert turn is not None and turn.started_at is not None and turn.deadline is not None
@@ -69,7 +70,7 @@ def test_an_idle_session_starts_the_turn_with_its_message_and_first_step(
 
 def test_a_busy_session_or_another_tenants_stores_nothing(factory: sessionmaker[Db]) -> None:
     tenant_id, session_id = _session(factory)
-    assert isinstance(_start(factory, tenant_id, session_id), repo.NewTurn)
+    assert isinstance(_start(factory, tenant_id, session_id), new_turns.NewTurn)
     assert _start(factory, tenant_id, session_id) is True  # the first turn still runs
     assert _start(factory, uuid.uuid4(), session_id) is False
     assert _start(factory, tenant_id, uuid.uuid4()) is False
@@ -92,21 +93,32 @@ def _wait_until_blocked(factory: sessionmaker[Db], thread: threading.Thread) -> 
     raise AssertionError("the statement never waited for the session lock")
 
 
+@contextmanager
+def _start_while_locked(
+    factory: sessionmaker[Db], tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> Iterator[tuple[Db, list[Any]]]:
+    """Hold the session's lock in a transaction while another thread's `start_turn_if_idle`
+    waits for it; yields that transaction and the list that receives the other's result once
+    the transaction has committed."""
+    got: list[Any] = []
+    with transaction(factory) as db:
+        assert new_turns.lock_session(db, session_id, tenant_id)
+        waiter = threading.Thread(target=lambda: got.append(_start(factory, tenant_id, session_id)))
+        waiter.start()
+        _wait_until_blocked(factory, waiter)
+        yield db, got
+    waiter.join(10)
+
+
 def test_a_turn_stored_while_the_statement_waited_for_the_lock_is_seen(
     factory: sessionmaker[Db],
 ) -> None:
     """Its snapshot predates the other turn, but the session's `last_turn_seq` moved."""
     tenant_id, session_id = _session(factory)
-    got: list[Any] = []
-    with transaction(factory) as db:
-        assert repo.lock_session(db, session_id, tenant_id)
-        waiter = threading.Thread(target=lambda: got.append(_start(factory, tenant_id, session_id)))
-        waiter.start()
-        _wait_until_blocked(factory, waiter)
-        repo.insert_turn(
+    with _start_while_locked(factory, tenant_id, session_id) as (db, got):
+        new_turns.insert_turn(
             db, tenant_id=tenant_id, session_id=session_id, start_timeout_s=60, content="first"
         )
-    waiter.join(10)
     assert got == [True]
     assert _turns(factory, session_id) == [(1, "running")]
 
@@ -116,14 +128,8 @@ def test_a_turn_that_ended_while_the_statement_waited_no_longer_counts(
 ) -> None:
     tenant_id, session_id = _session(factory)
     first = _start(factory, tenant_id, session_id)
-    assert isinstance(first, repo.NewTurn)
-    got: list[Any] = []
-    with transaction(factory) as db:
-        assert repo.lock_session(db, session_id, tenant_id)
-        waiter = threading.Thread(target=lambda: got.append(_start(factory, tenant_id, session_id)))
-        waiter.start()
-        _wait_until_blocked(factory, waiter)
+    assert isinstance(first, new_turns.NewTurn)
+    with _start_while_locked(factory, tenant_id, session_id) as (db, got):
         assert repo.end_turn(db, first.id, status="done") is not None
-    waiter.join(10)
-    assert len(got) == 1 and isinstance(got[0], repo.NewTurn)
+    assert len(got) == 1 and isinstance(got[0], new_turns.NewTurn)
     assert _turns(factory, session_id) == [(1, "done"), (2, "running")]
