@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from .client import make_client
+from .client import LeanPoster, make_client
 from .stack import BenchStack
 from .stats import Figure
 
@@ -47,6 +47,16 @@ class Bench:
         """`n` clients of one connection each (see `make_client`), closed on exit."""
         async with contextlib.AsyncExitStack() as stack:
             yield [await stack.enter_async_context(self.client(1, timeout)) for _ in range(n)]
+
+    @contextlib.asynccontextmanager
+    async def posters(self, n: int, timeout: float = 60.0) -> AsyncIterator[list[LeanPoster]]:
+        """`n` lean JSON-POST clients of one connection each, closed on exit."""
+        base, key = self.stack.api_base, self.stack.api_key
+        posters = [LeanPoster(base, key, timeout=timeout) for _ in range(n)]
+        try:
+            yield posters
+        finally:
+            await asyncio.gather(*(p.aclose() for p in posters))
 
     def say(self, msg: str) -> None:
         log.info(msg)

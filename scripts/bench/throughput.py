@@ -80,7 +80,7 @@ async def drive_turns(
                 errors[f"{type(exc).__name__}: {str(exc)[:120]}"] += 1
                 await asyncio.sleep(0.2)
 
-    async with b.clients(users) as clients:
+    async with b.posters(users) as clients:
         poll = asyncio.create_task(poller())
         tasks = [asyncio.create_task(user(http)) for http in clients]
         await asyncio.sleep(warm_s)
