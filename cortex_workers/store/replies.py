@@ -96,9 +96,10 @@ class Stored:
 
 
 def _p(name: str, column: Any) -> Any:
-    """A parameter for `column`. Only JSON needs its type here (to be serialized): psycopg
-    sends the others typed by their Python value, and leaving out the casts keeps the
-    statement short (see `_c`)."""
+    """A parameter for `column`. Only JSON needs its type here (to be serialized); the others
+    take the type of the column they are compared with or assigned to, and SQLAlchemy renders
+    that as a cast (`::UUID`, `::INTEGER`) where it does. The statement's length matters: see
+    `sql.const`."""
     return bindparam(name, type_=column.type) if isinstance(column.type, JSONB) else bindparam(name)
 
 
