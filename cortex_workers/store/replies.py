@@ -22,7 +22,6 @@ from typing import Any
 
 from sqlalchemy import (
     Boolean,
-    Integer,
     bindparam,
     func,
     null,
@@ -40,7 +39,7 @@ from .models import (
     steps_table,
     turns_table,
 )
-from .sql import const, exists_in
+from .sql import const, exists_in, param
 
 _ss, _tt, _s = sessions_table.c, turns_table.c, steps_table.c
 
@@ -96,11 +95,9 @@ class Stored:
 
 
 def _p(name: str, column: Any) -> Any:
-    """A parameter for `column`. Only JSON needs its type here (to be serialized); the others
-    take the type of the column they are compared with or assigned to, and SQLAlchemy renders
-    that as a cast (`::UUID`, `::INTEGER`) where it does. The statement's length matters: see
-    `sql.const`."""
-    return bindparam(name, type_=column.type) if isinstance(column.type, JSONB) else bindparam(name)
+    """A parameter for `column`, without a cast (`sql.param`) unless it is JSON, which must be
+    typed to be serialized. Casts would make the statement too long: see `sql.const`."""
+    return bindparam(name, type_=column.type) if isinstance(column.type, JSONB) else param(name)
 
 
 def _labelled(row: dict[str, Any]) -> list[Any]:
@@ -109,30 +106,27 @@ def _labelled(row: dict[str, Any]) -> list[Any]:
 
 
 def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
-    turn_id, step_id = _p("b_turn_id", _tt.id), _p("b_step_id", _s.id)
-    session_id = _p("b_session_id", _ss.id)
+    turn_id, step_id = _p("turn", _tt.id), _p("step", _s.id)
+    session_id = _p("session", _ss.id)
     session = (
-        select(_ss.id, _ss.last_turn_seq)
-        .where(_ss.id == session_id)
-        .with_for_update()
-        .cte("locked_session")
+        select(_ss.id, _ss.last_turn_seq).where(_ss.id == session_id).with_for_update().cte("ses")
     )
     turn = (
         select(_tt.id, _tt.seq)
         .where(_tt.id == turn_id, _tt.status == const("running"), exists_in(session))
         .with_for_update()
-        .cte("locked_turn")
+        .cte("trn")
     )
     step = (
         select(_s.id)
         .where(
             _s.id == step_id,
-            _s.attempt == bindparam("b_attempt"),
+            _s.attempt == param("b_attempt"),
             _s.status == const("leased"),
             exists_in(turn),
         )
         .with_for_update()
-        .cte("locked_step")
+        .cte("stp")
     )
     go = step
     if gated:  # no later turn waits to be promoted
@@ -150,18 +144,18 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
         .where(_ss.id == session_id, ours)
         .values(
             last_message_seq=_ss.last_message_seq + const(1),
-            input_tokens=_ss.input_tokens + bindparam("d_input"),
-            output_tokens=_ss.output_tokens + bindparam("d_output"),
-            cost_usd=_ss.cost_usd + bindparam("d_cost"),
+            input_tokens=_ss.input_tokens + param("d_input"),
+            output_tokens=_ss.output_tokens + param("d_output"),
+            cost_usd=_ss.cost_usd + param("d_cost"),
         )
         .returning(_ss.last_message_seq, _ss.summary_upto_seq, _ss.last_turn_seq)
-        .cte("counted")
+        .cte("cnt")
     )
     turn_values: dict[str, Any] = {
-        "input_tokens": _tt.input_tokens + bindparam("d_input"),
-        "output_tokens": _tt.output_tokens + bindparam("d_output"),
-        "cost_usd": _tt.cost_usd + bindparam("d_cost"),
-        "model_steps": _tt.model_steps + bindparam("d_model_steps"),
+        "input_tokens": _tt.input_tokens + param("d_input"),
+        "output_tokens": _tt.output_tokens + param("d_output"),
+        "cost_usd": _tt.cost_usd + param("d_cost"),
+        "model_steps": _tt.model_steps + param("d_model_steps"),
     }
     if ending:
         turn_values.update(
@@ -183,7 +177,7 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
             _tt.cost_usd,
             _tt.error.label("turn_error"),
         )
-        .cte("totals")
+        .cte("tot")
     )
     finished = (
         update(steps_table)
@@ -196,7 +190,7 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
             **{c: _p(f"s_{c}", _s[c]) for c in USAGE},
         )
         .returning(_s.id)
-        .cte("finished")
+        .cte("fin")
     )
     m = messages_table.c
     own = {"session_id": session_id, "turn_id": turn_id, "step_id": step_id}
@@ -211,21 +205,21 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
         select(*_labelled(message)).select_from(finished.join(counted, true())),
         include_defaults=False,
     )
-    writes = [answer.on_conflict_do_nothing().cte("answer")]
+    writes = [answer.on_conflict_do_nothing().cte("msg")]
     if audited:
         d = decisions_table.c
         row = {
             **{c: _p(f"a_{c}", d[c]) for c in AUDIT},
             **own,
             "kind": const("model"),
-            "attempt": bindparam("b_attempt"),
+            "attempt": param("b_attempt"),
             "is_error": const(False),
             "latency_ms": _p("s_latency_ms", _s.latency_ms),
         }
         audit = insert(decisions_table).from_select(
             list(row), select(*_labelled(row)).select_from(finished), include_defaults=False
         )
-        writes.append(audit.cte("audit"))
+        writes.append(audit.cte("aud"))
     columns: list[Any] = [
         counted.c.last_message_seq,
         counted.c.summary_upto_seq,
@@ -246,7 +240,7 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
                 status=const("cancelled"), finished_at=func.clock_timestamp(), lease_until=null()
             )
             .returning(_s.step_no, _s.attempt, _s.kind)
-            .cte("cancelled")
+            .cte("cxl")
         )
         last_step_no = (
             select(func.coalesce(func.max(_s.step_no), const(0)))
@@ -269,14 +263,13 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
                 .select_from(finished.join(counted, true()))
                 .where(
                     bindparam("b_summarize", type_=Boolean),
-                    counted.c.last_message_seq - counted.c.summary_upto_seq
-                    > bindparam("b_window", type_=Integer),
+                    counted.c.last_message_seq - counted.c.summary_upto_seq > param("b_window"),
                 ),
                 include_defaults=False,
             )
             .on_conflict_do_nothing()
             .returning(_s.id)
-            .cte("summarized")
+            .cte("summ")
         )
         cut_off = (
             select(array([cancelled.c.step_no, cancelled.c.attempt]))
@@ -336,9 +329,9 @@ def store_reply(db: Db, reply: Reply, *, gated: bool = False) -> Stored:
     """Store `reply` in one statement (see the module's doc)."""
     ending = reply.end is not None
     params: dict[str, Any] = {
-        "b_session_id": reply.session_id,
-        "b_turn_id": reply.turn_id,
-        "b_step_id": reply.step_id,
+        "session": reply.session_id,
+        "turn": reply.turn_id,
+        "step": reply.step_id,
         "b_attempt": reply.attempt,
         "d_input": reply.input_tokens,
         "d_output": reply.output_tokens,

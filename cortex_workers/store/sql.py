@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import exists, literal_column
+from sqlalchemy import bindparam, exists, literal_column
+from sqlalchemy.types import UserDefinedType
+
+
+class _Untyped(UserDefinedType[Any]):
+    """A parameter type SQLAlchemy renders no cast for: Postgres takes the type from the
+    column the value is compared with or assigned to, or from the type psycopg sends. For
+    parameters only: it has no column type to create."""
+
+    cache_ok = True
 
 
 def const(value: str | int | bool) -> Any:
@@ -19,3 +28,10 @@ def const(value: str | int | bool) -> Any:
 def exists_in(cte: Any) -> Any:
     """`EXISTS (SELECT * FROM cte)`: whether a CTE (a lock taken, a row updated) has a row."""
     return exists().select_from(cte)
+
+
+def param(name: str) -> Any:
+    """A bound parameter written without a cast (`%(name)s`, not `%(name)s::UUID`): what
+    `const` does for constants, for values. Not for JSON, which must be cast to be stored as
+    JSON rather than as a string."""
+    return bindparam(name, type_=_Untyped())
