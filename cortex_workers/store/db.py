@@ -8,9 +8,13 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
+
+Executor = Session | Connection
+"""What a store function that only runs statements (no ORM objects) takes: a session, or the
+Core connection of `autocommit_connection`."""
 
 PING_AFTER_IDLE_S = 1.0
 """A pooled connection idle this long is pinged before use; one back from use within it is
@@ -94,3 +98,18 @@ def autocommit(factory: sessionmaker[Session]) -> Iterator[Session]:
             yield session
         finally:
             raw.autocommit = False  # idle again: the commit or rollback that follows is a no-op
+
+
+@contextmanager
+def autocommit_connection(engine: Engine) -> Iterator[Connection]:
+    """`autocommit` on a Core connection: for the hot path's hand-built statements, which
+    need no ORM session. Skipping the session's bookkeeping saves about 60 µs of CPU per use
+    (a third of what the context costs)."""
+    with engine.connect() as conn:
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        raw.autocommit = True
+        try:
+            yield conn
+        finally:
+            raw.autocommit = False  # idle again: the rollback of closing is a no-op

@@ -17,6 +17,7 @@ from sqlalchemy import Interval, bindparam, func, literal, select, true, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
+from .db import Executor
 from .models import messages_table, sessions_table, steps_table, turns_table
 from .repo import storable_text
 from .sql import const, exists_in
@@ -150,7 +151,7 @@ class NewTurn:
 
 
 def start_turn_if_idle(
-    db: Db,
+    db: Executor,
     *,
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,

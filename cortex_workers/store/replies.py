@@ -30,8 +30,8 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB, array, insert
-from sqlalchemy.orm import Session as Db
 
+from .db import Executor
 from .models import (
     decisions_table,
     messages_table,
@@ -325,7 +325,7 @@ class Reply:
     beyond its summary."""
 
 
-def store_reply(db: Db, reply: Reply, *, gated: bool = False) -> Stored:
+def store_reply(db: Executor, reply: Reply, *, gated: bool = False) -> Stored:
     """Store `reply` in one statement (see the module's doc)."""
     ending = reply.end is not None
     params: dict[str, Any] = {

@@ -12,6 +12,7 @@ from sqlalchemy import Integer, Interval, and_, bindparam, func, or_, select, tu
 from sqlalchemy.dialects.postgresql import aggregate_order_by, insert
 from sqlalchemy.orm import Session as Db
 
+from .db import Executor
 from .models import (
     Step,
     Turn,
@@ -212,7 +213,7 @@ def claim_step(db: Db, step_id: uuid.UUID, *, lease_s: float) -> Claim | None:
 
 
 def claim_model_step(
-    db: Db, step_id: uuid.UUID, *, lease_s: float, window: int
+    db: Executor, step_id: uuid.UUID, *, lease_s: float, window: int
 ) -> tuple[Claim, Any] | None:
     """`claim_step`, with what a model step reads about its turn and session and the last
     `window` messages of its history, in one round trip (see `_with_view`); None means
@@ -222,7 +223,9 @@ def claim_model_step(
     return None if row is None else (_claim_of(row), row)
 
 
-def claim_tool_step(db: Db, step_id: uuid.UUID, *, lease_s: float) -> tuple[Claim, Any] | None:
+def claim_tool_step(
+    db: Executor, step_id: uuid.UUID, *, lease_s: float
+) -> tuple[Claim, Any] | None:
     """`claim_step` for a tool step, with its call and session, in one round trip (see
     `_with_call`); None means someone else has it."""
     params = {"b_step_id": step_id, "b_lease": timedelta(seconds=lease_s)}
@@ -230,7 +233,7 @@ def claim_tool_step(db: Db, step_id: uuid.UUID, *, lease_s: float) -> tuple[Clai
     return None if row is None else (_claim_of(row), row)
 
 
-def model_step_view(db: Db, step_id: uuid.UUID, *, window: int) -> Any:
+def model_step_view(db: Executor, step_id: uuid.UUID, *, window: int) -> Any:
     """What `claim_model_step` reads with a claim, for a step as it is (to inspect the
     context a step saw, without claiming it)."""
     return db.execute(_STEP_VIEW, {"b_step_id": step_id, "b_window": window}).one()

@@ -8,12 +8,11 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, cast
 
-from sqlalchemy.orm import Session as Db
-
 from ..errors import TerminalError
 from ..messages import Message, Role, ToolCall, ToolSpec
 from ..runtime import Runtime
 from ..store import steps as step_store
+from ..store.db import Executor
 from ..store.models import Message as MessageRow
 from ..store.steps import Claim
 
@@ -94,7 +93,9 @@ def system_messages(system_prompt: str, summary: str, *, tools: bool = False) ->
     return out
 
 
-def load_model_context(rt: Runtime, db: Db, claim: Claim, view: Any | None = None) -> ModelContext:
+def load_model_context(
+    rt: Runtime, db: Executor, claim: Claim, view: Any | None = None
+) -> ModelContext:
     """`view`: the row `store.steps.claim_model_step` read with the claim (read here when
     not given)."""
     if view is None:

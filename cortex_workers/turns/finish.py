@@ -11,7 +11,7 @@ from ..providers.registry import Route
 from ..runtime import Runtime
 from ..store import replies, repo, tool_calls
 from ..store import steps as step_store
-from ..store.db import autocommit, transaction
+from ..store.db import autocommit_connection, transaction
 from ..store.steps import Claim
 from .context import ModelContext
 from .lifecycle import Ended, announce, promote_next
@@ -61,7 +61,7 @@ def commit_completion(
         rt, claim, ctx, route, completion, latency_ms=latency_ms, depth_exceeded=depth_exceeded
     )
     if reply.end is not None and not completion.warnings:
-        with autocommit(rt.db) as db:
+        with autocommit_connection(rt.engine) as db:
             stored = replies.store_reply(db, reply, gated=True)
         if not stored.owned:
             return []

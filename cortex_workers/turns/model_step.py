@@ -21,7 +21,7 @@ from ..providers.registry import Route
 from ..runtime import Runtime, get_runtime
 from ..store import steps as step_store
 from ..store import tool_calls
-from ..store.db import autocommit, transaction
+from ..store.db import autocommit, autocommit_connection, transaction
 from ..store.steps import Claim
 from ..streaming import StepStream, emit_batch_event, tool_results_emitted
 from .context import ModelContext, load_model_context
@@ -55,7 +55,7 @@ def _check(lease: Lease) -> None:
 def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
     """Run one delivery of a model step; returns the steps to publish next."""
     rt = get_runtime()
-    with autocommit(rt.db) as db:  # the claim and the context it reads are one statement
+    with autocommit_connection(rt.engine) as db:  # the claim and its context: one statement
         claimed = step_store.claim_model_step(
             db, step_id, lease_s=rt.settings.lease_s, window=rt.settings.history_window
         )

@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from ..errors import ConflictError, InvalidRequest, NotFound
 from ..runtime import Runtime
 from ..store import new_turns, repo
-from ..store.db import autocommit, transaction
+from ..store.db import autocommit_connection, transaction
 from ..store.models import Turn
 from .lifecycle import Ended, announce, end_turn, promote_next
 from .steps import NextStep, step_ref
@@ -79,7 +79,7 @@ def _submit(
     digest: str,
 ) -> Submitted:
     if idempotency_key is None:  # an idle session's turn starts in one statement
-        with autocommit(rt.db) as db:
+        with autocommit_connection(rt.engine) as db:
             started = new_turns.start_turn_if_idle(
                 db,
                 tenant_id=tenant_id,

@@ -16,7 +16,7 @@ from typing import Any
 from ..runtime import Runtime, get_runtime
 from ..store import proposals, repo, tool_results
 from ..store import steps as step_store
-from ..store.db import autocommit, transaction
+from ..store.db import autocommit_connection, transaction
 from ..store.steps import Claim
 from ..streaming import emit_batch_event
 from ..tools import Limits, ToolContext, ToolOutcome, run_call
@@ -124,7 +124,7 @@ def _run(rt: Runtime, call: _Call, progress: Callable[[float], None]) -> ToolOut
 
 
 def _claim(rt: Runtime, step_id: uuid.UUID) -> _Call | None:
-    with autocommit(rt.db) as db:  # one statement
+    with autocommit_connection(rt.engine) as db:  # one statement
         claimed = step_store.claim_tool_step(db, step_id, lease_s=rt.settings.lease_s)
     if claimed is None:
         return None

@@ -1,14 +1,20 @@
-"""`autocommit`: each statement commits on its own; the pooled connection comes back as it was."""
+"""`autocommit` and `autocommit_connection`: each statement commits on its own; the pooled
+connection comes back as it was."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
 import psycopg
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 from support import Stack
 
 from cortex_workers.store.db import (
     autocommit,
+    autocommit_connection,
     make_engine,
     make_sessionmaker,
     normalize_url,
@@ -23,15 +29,24 @@ def _seen_elsewhere(stack: Stack, name: str) -> bool:
         return bool(row.fetchone()[0])  # type: ignore[index]
 
 
+Opener = Callable[[Engine], AbstractContextManager[Any]]
+OPENERS: dict[str, Opener] = {
+    "session": lambda engine: autocommit(make_sessionmaker(engine)),
+    "connection": autocommit_connection,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(OPENERS))
 def test_statements_commit_one_by_one_and_the_connection_goes_back_transactional(
-    stack: Stack,
+    stack: Stack, kind: str
 ) -> None:
     engine = make_engine(stack.database_url, pool_size=1)
     factory = make_sessionmaker(engine)
+    open_autocommit = OPENERS[kind]
     try:
         with transaction(factory) as db:
             db.execute(text("create table if not exists autocommit_probe (name text)"))
-        with autocommit(factory) as db:
+        with open_autocommit(engine) as db:
             db.execute(text("insert into autocommit_probe values ('first')"))
             # committed already, while the block still runs: no BEGIN was sent
             assert _seen_elsewhere(stack, "first")
@@ -41,7 +56,7 @@ def test_statements_commit_one_by_one_and_the_connection_goes_back_transactional
             db.execute(text("insert into autocommit_probe values ('second')"))
             raise RuntimeError("roll back")
         assert not _seen_elsewhere(stack, "second")
-        with pytest.raises(RuntimeError), autocommit(factory) as db:
+        with pytest.raises(RuntimeError), open_autocommit(engine) as db:
             db.execute(text("insert into autocommit_probe values ('third')"))
             raise RuntimeError("kept: it committed on its own")
         assert _seen_elsewhere(stack, "third")
