@@ -8,7 +8,18 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Integer, Interval, and_, bindparam, func, or_, select, tuple_, update
+from sqlalchemy import (
+    Integer,
+    Interval,
+    and_,
+    bindparam,
+    func,
+    literal_column,
+    or_,
+    select,
+    tuple_,
+    update,
+)
 from sqlalchemy.dialects.postgresql import aggregate_order_by, insert
 from sqlalchemy.orm import Session as Db
 
@@ -24,6 +35,7 @@ from .models import (
     turns_table,
 )
 from .repo import now
+from .sql import const
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,15 +92,15 @@ _CLAIM = (
         _s.id == bindparam("b_step_id"),
         _t.id == _s.turn_id,
         or_(
-            _s.status == "pending",
-            and_(_s.status == "leased", _s.lease_until < func.now()),
+            _s.status == const("pending"),
+            and_(_s.status == const("leased"), _s.lease_until < func.now()),
         ),
-        _s.available_at <= func.now() + timedelta(seconds=1),
-        or_(_s.kind == "summarize", _t.status == "running"),
+        _s.available_at <= func.now() + literal_column("interval '1 second'"),
+        or_(_s.kind == const("summarize"), _t.status == const("running")),
     )
     .values(
-        status="leased",
-        attempt=_s.attempt + 1,
+        status=const("leased"),
+        attempt=_s.attempt + const(1),
         lease_until=func.now() + bindparam("b_lease", type_=Interval()),
     )
     .returning(*_CLAIMED)
@@ -107,14 +119,17 @@ def _with_view(step: Any) -> Any:
     c, ss, m = step.c, sessions_table.c, messages_table.c
     parent = steps_table.alias("parent")
     seen = messages_table.alias("seen")
-    user_seq = select(m.seq).where(m.turn_id == c.turn_id, m.role == "user").scalar_subquery()
+    user_seq = (
+        select(m.seq).where(m.turn_id == c.turn_id, m.role == const("user")).scalar_subquery()
+    )
     start = func.least(
         func.coalesce(user_seq, ss.last_message_seq),
         func.greatest(
-            ss.summary_upto_seq + 1, ss.last_message_seq - bindparam("b_window", type_=Integer) + 1
+            ss.summary_upto_seq + const(1),
+            ss.last_message_seq - bindparam("b_window", type_=Integer) + const(1),
         ),
     )
-    row = func.json_build_object(*(x for k in _HISTORY_COLUMNS for x in (k, seen.c[k])))
+    row = func.json_build_object(*(x for k in _HISTORY_COLUMNS for x in (const(k), seen.c[k])))
     history = (
         select(func.json_agg(aggregate_order_by(row, seen.c.seq)))
         .where(seen.c.session_id == ss.id, seen.c.seq >= start)
