@@ -84,20 +84,25 @@ def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
 
 
 @contextmanager
+def _autocommitting(conn: Connection) -> Iterator[None]:
+    """psycopg's own switch, set and reset while the connection is idle: cheaper than an
+    isolation-level execution option, which SQLAlchemy applies and resets per checkout."""
+    raw = conn.connection.dbapi_connection
+    assert raw is not None
+    raw.autocommit = True
+    try:
+        yield
+    finally:
+        raw.autocommit = False  # idle again: the commit or rollback that follows is a no-op
+
+
+@contextmanager
 def autocommit(factory: sessionmaker[Session]) -> Iterator[Session]:
     """A session whose every statement commits on its own: no `BEGIN` and `COMMIT` round
     trips. For reads, and for work that is one atomic statement followed by reads (under
     READ COMMITTED each statement of a transaction reads its own snapshot anyway)."""
-    with factory() as session, session.begin():
-        # psycopg's own switch, set and reset while the connection is idle: cheaper than an
-        # isolation-level execution option, which SQLAlchemy applies and resets per checkout
-        raw = session.connection().connection.dbapi_connection
-        assert raw is not None
-        raw.autocommit = True
-        try:
-            yield session
-        finally:
-            raw.autocommit = False  # idle again: the commit or rollback that follows is a no-op
+    with factory() as session, session.begin(), _autocommitting(session.connection()):
+        yield session
 
 
 @contextmanager
@@ -105,11 +110,5 @@ def autocommit_connection(engine: Engine) -> Iterator[Connection]:
     """`autocommit` on a Core connection: for the hot path's hand-built statements, which
     need no ORM session. Skipping the session's bookkeeping saves about 60 µs of CPU per use
     (a third of what the context costs)."""
-    with engine.connect() as conn:
-        raw = conn.connection.dbapi_connection
-        assert raw is not None
-        raw.autocommit = True
-        try:
-            yield conn
-        finally:
-            raw.autocommit = False  # idle again: the rollback of closing is a no-op
+    with engine.connect() as conn, _autocommitting(conn):
+        yield conn

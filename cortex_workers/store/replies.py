@@ -106,6 +106,8 @@ def _labelled(row: dict[str, Any]) -> list[Any]:
 
 
 def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
+    # The ids are repeated most often, so their parameters have the shortest names; the
+    # attempt keeps its prefix, as SQLAlchemy reserves a column's own name for its SET value.
     turn_id, step_id = _p("turn", _tt.id), _p("step", _s.id)
     session_id = _p("session", _ss.id)
     session = (
