@@ -20,11 +20,11 @@ from sqlalchemy.orm import Session as Db
 from .db import Executor
 from .models import messages_table, sessions_table, steps_table, turns_table
 from .repo import storable_text
-from .sql import const, exists_in
+from .sql import Precompiled, const, exists_in
 
 _m, _ss, _tt, _st = messages_table.c, sessions_table.c, turns_table.c, steps_table.c
 
-_LOCK_SESSION = (
+_LOCK_SESSION = Precompiled(
     select(_ss.id)
     .where(_ss.id == bindparam("b_session_id"), _ss.tenant_id == bindparam("b_tenant_id"))
     .with_for_update()
@@ -128,14 +128,14 @@ def _insert_turn(starts: bool, *, if_idle: bool = False) -> Any:
     )
 
 
-_INSERT_TURN = {False: _insert_turn(False), True: _insert_turn(True)}
-_START_TURN_IF_IDLE = _insert_turn(True, if_idle=True)
+_INSERT_TURN = {False: Precompiled(_insert_turn(False)), True: Precompiled(_insert_turn(True))}
+_START_TURN_IF_IDLE = Precompiled(_insert_turn(True, if_idle=True))
 
 
 def lock_session(db: Db, session_id: uuid.UUID, tenant_id: uuid.UUID) -> bool:
     """Take the tenant's session's row lock; False when there is no such session."""
     params = {"b_session_id": session_id, "b_tenant_id": tenant_id}
-    return db.execute(_LOCK_SESSION, params).first() is not None
+    return _LOCK_SESSION.first(db, params) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +174,7 @@ def start_turn_if_idle(
         "b_message_id": uuid.uuid4(),
         "b_step_id": uuid.uuid4(),
     }
-    row = db.execute(_START_TURN_IF_IDLE, params).first()
+    row = _START_TURN_IF_IDLE.first(db, params)
     if row is None:
         return False
     if row.last_turn_seq is None:
@@ -216,7 +216,7 @@ def insert_turn(
             b_message_id=uuid.uuid4(),
             b_step_id=uuid.uuid4(),
         )
-    counters = db.execute(_INSERT_TURN[starts], params).one()
+    counters = _INSERT_TURN[starts].one(db, params)
     return NewTurn(
         id=params["b_turn_id"],
         session_id=session_id,

@@ -39,7 +39,7 @@ from .models import (
     steps_table,
     turns_table,
 )
-from .sql import const, exists_in, param
+from .sql import Precompiled, const, exists_in, param
 
 _ss, _tt, _s = sessions_table.c, turns_table.c, steps_table.c
 
@@ -293,7 +293,7 @@ def _statement(*, ending: bool, audited: bool, gated: bool) -> Any:
 
 
 _STATEMENTS = {
-    (ending, audited, gated): _statement(ending=ending, audited=audited, gated=gated)
+    (ending, audited, gated): Precompiled(_statement(ending=ending, audited=audited, gated=gated))
     for ending in (False, True)
     for audited in (False, True)
     for gated in ((False, True) if ending else (False,))
@@ -354,7 +354,7 @@ def store_reply(db: Executor, reply: Reply, *, gated: bool = False) -> Stored:
             b_window=reply.summarize_window or 0,
         )
     statement = _STATEMENTS[(ending, reply.audit is not None, gated and ending)]
-    row = db.execute(statement, params).first()
+    row = statement.first(db, params)
     if row is None:
         return Stored(owned=False)
     if row.id is None:

@@ -35,7 +35,7 @@ from .models import (
     turns_table,
 )
 from .repo import now
-from .sql import const
+from .sql import Precompiled, const
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,8 +160,10 @@ def _with_view(step: Any) -> Any:
 
 
 # the claim (an UPDATE … RETURNING as a CTE) and the view, in one round trip
-_CLAIM_WITH_VIEW = _with_view(_CLAIM.cte("claimed"))
-_STEP_VIEW = _with_view(select(*_CLAIMED).where(_s.id == bindparam("b_step_id")).subquery("step"))
+_CLAIM_WITH_VIEW = Precompiled(_with_view(_CLAIM.cte("claimed")))
+_STEP_VIEW = Precompiled(
+    _with_view(select(*_CLAIMED).where(_s.id == bindparam("b_step_id")).subquery("step"))
+)
 
 
 def _with_call() -> Any:
@@ -189,7 +191,8 @@ def _with_call() -> Any:
     )
 
 
-_CLAIM_WITH_CALL = _with_call()
+_CLAIM_WITH_CALL = Precompiled(_with_call())
+_CLAIM_ALONE = Precompiled(_CLAIM)
 
 _FINISH = (
     update(steps_table)
@@ -223,7 +226,7 @@ _INSERT_STEP = (
 
 def claim_step(db: Db, step_id: uuid.UUID, *, lease_s: float) -> Claim | None:
     """Lease a pending (or lease-expired) step of a live turn; None means someone else has it."""
-    row = db.execute(_CLAIM, {"b_step_id": step_id, "b_lease": timedelta(seconds=lease_s)}).first()
+    row = _CLAIM_ALONE.first(db, {"b_step_id": step_id, "b_lease": timedelta(seconds=lease_s)})
     return None if row is None else _claim_of(row)
 
 
@@ -234,7 +237,7 @@ def claim_model_step(
     `window` messages of its history, in one round trip (see `_with_view`); None means
     someone else has it."""
     params = {"b_step_id": step_id, "b_lease": timedelta(seconds=lease_s), "b_window": window}
-    row = db.execute(_CLAIM_WITH_VIEW, params).first()
+    row = _CLAIM_WITH_VIEW.first(db, params)
     return None if row is None else (_claim_of(row), row)
 
 
@@ -244,14 +247,14 @@ def claim_tool_step(
     """`claim_step` for a tool step, with its call and session, in one round trip (see
     `_with_call`); None means someone else has it."""
     params = {"b_step_id": step_id, "b_lease": timedelta(seconds=lease_s)}
-    row = db.execute(_CLAIM_WITH_CALL, params).first()
+    row = _CLAIM_WITH_CALL.first(db, params)
     return None if row is None else (_claim_of(row), row)
 
 
 def model_step_view(db: Executor, step_id: uuid.UUID, *, window: int) -> Any:
     """What `claim_model_step` reads with a claim, for a step as it is (to inspect the
     context a step saw, without claiming it)."""
-    return db.execute(_STEP_VIEW, {"b_step_id": step_id, "b_window": window}).one()
+    return _STEP_VIEW.one(db, {"b_step_id": step_id, "b_window": window})
 
 
 def _claim_of(row: Any) -> Claim:

@@ -26,7 +26,7 @@ from .models import (
     turns_table,
 )
 from .repo import storable_json, storable_text
-from .sql import const, exists_in
+from .sql import Precompiled, const, exists_in
 
 _ss, _s, _tc, _t = sessions_table.c, steps_table.c, tool_calls_table.c, turns_table.c
 
@@ -123,7 +123,7 @@ def _statement() -> Any:
     )
 
 
-_STORE_RESULT = _statement()
+_STORE_RESULT = Precompiled(_statement())
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,23 +169,28 @@ def store_result(db: Db, r: ToolResult) -> bool:
         "b_input": storable_json(r.audit_input),
         "b_output": storable_json(r.audit_output),
     }
-    return db.execute(_STORE_RESULT, params).first() is not None
+    return _STORE_RESULT.first(db, params) is not None
 
 
-_BATCH_AFTER = select(
-    select(func.count())
-    .where(
-        _s.parent_step_id == bindparam("b_parent_step_id"),
-        _s.kind == const("tool"),
-        _s.status.in_([const("pending"), const("leased")]),
+_BATCH_AFTER = Precompiled(
+    select(
+        select(func.count())
+        .where(
+            _s.parent_step_id == bindparam("b_parent_step_id"),
+            _s.kind == const("tool"),
+            _s.status.in_([const("pending"), const("leased")]),
+        )
+        .scalar_subquery()
+        .label("open"),
+        select(_t.status)
+        .where(_t.id == bindparam("b_turn_id"))
+        .scalar_subquery()
+        .label("turn_status"),
+        select(func.coalesce(func.max(_s.step_no), const(0)))
+        .where(_s.turn_id == bindparam("b_turn_id"))
+        .scalar_subquery()
+        .label("last_step_no"),
     )
-    .scalar_subquery()
-    .label("open"),
-    select(_t.status).where(_t.id == bindparam("b_turn_id")).scalar_subquery().label("turn_status"),
-    select(func.coalesce(func.max(_s.step_no), const(0)))
-    .where(_s.turn_id == bindparam("b_turn_id"))
-    .scalar_subquery()
-    .label("last_step_no"),
 )
 
 
@@ -200,6 +205,5 @@ class Batch:
 def batch_after(db: Db, *, parent_step_id: uuid.UUID, turn_id: uuid.UUID) -> Batch:
     """The batch of tool steps that `parent_step_id` asked for, and its turn, as they are now
     (one round trip; call it holding the session's lock)."""
-    row = db.execute(_BATCH_AFTER, {"b_parent_step_id": parent_step_id, "b_turn_id": turn_id})
-    one = row.one()
+    one = _BATCH_AFTER.one(db, {"b_parent_step_id": parent_step_id, "b_turn_id": turn_id})
     return Batch(one.open, one.turn_status, one.last_step_no)

@@ -223,6 +223,6 @@ def test_every_variant_is_small_enough_for_psycopg_to_cache_its_conversion(
 ) -> None:
     """Over psycopg's limits, every execution re-parses the statement's text (about 0.2 ms
     of CPU for this one): each variant stays under them, as the driver will see it."""
-    compiled = replies._STATEMENTS[key].compile(dialect=psycopg_dialect())
+    compiled = replies._STATEMENTS[key].statement.compile(dialect=psycopg_dialect())
     assert len(str(compiled).encode()) <= MAX_CACHED_STATEMENT_LENGTH
     assert len(compiled.binds) <= MAX_CACHED_STATEMENT_PARAMS
