@@ -119,8 +119,14 @@ def _with_view(step: Any) -> Any:
     c, ss, m = step.c, sessions_table.c, messages_table.c
     parent = steps_table.alias("parent")
     seen = messages_table.alias("seen")
+    # correlated by hand: auto-correlation reaches only the enclosing SELECT, so inside
+    # `history` the step would be a FROM of its own, and the subquery a scan of every turn's
+    # user message
     user_seq = (
-        select(m.seq).where(m.turn_id == c.turn_id, m.role == const("user")).scalar_subquery()
+        select(m.seq)
+        .where(m.turn_id == c.turn_id, m.role == const("user"))
+        .correlate_except(messages_table)
+        .scalar_subquery()
     )
     start = func.least(
         func.coalesce(user_seq, ss.last_message_seq),

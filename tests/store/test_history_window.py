@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import update
@@ -89,3 +91,42 @@ def test_the_view_without_a_claim_reads_the_same(factory: sessionmaker[Db]) -> N
         "name": None,
         "is_error": False,
     }
+
+
+def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from _nodes(child)
+
+
+def test_the_claim_reads_its_own_session_not_every_turn(factory: sessionmaker[Db]) -> None:
+    """The claim's cost does not grow with the database: finding the turn's user message is
+    an index lookup of that turn, not a scan of every turn's user message."""
+    with transaction(factory) as db:
+        tenant = tenants.ensure_tenant(db, f"window-{uuid.uuid4().hex[:8]}")
+        for _ in range(30):  # other sessions' turns, each with its user message
+            other = repo.insert_session(db, tenant.id)
+            new_turns.insert_turn(
+                db, tenant_id=tenant.id, session_id=other.id, start_timeout_s=60, content="o"
+            )
+        session = repo.insert_session(db, tenant.id)
+        new = new_turns.insert_turn(
+            db, tenant_id=tenant.id, session_id=session.id, start_timeout_s=60, content="u"
+        )
+    form = step_store._CLAIM_WITH_VIEW._compile(factory.kw["bind"].dialect)
+    params = form.bind(
+        {"b_step_id": new.first_step_id, "b_lease": timedelta(seconds=30), "b_window": 8}
+    )
+    with transaction(factory) as db:
+        raw = db.connection().connection.dbapi_connection
+        assert raw is not None
+        explained = raw.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + form.sql, params).fetchone()
+        db.rollback()
+    assert explained is not None
+    plan = explained[0][0]["Plan"]
+    read = {
+        f"{node['Node Type']} {node.get('Index Name', '')}": node["Actual Rows"]
+        * node["Actual Loops"]
+        for node in _nodes(plan)
+    }
+    assert max(read.values()) <= 2, read
