@@ -113,20 +113,19 @@ def test_the_claim_reads_its_own_session_not_every_turn(factory: sessionmaker[Db
         new = new_turns.insert_turn(
             db, tenant_id=tenant.id, session_id=session.id, start_timeout_s=60, content="u"
         )
-    form = step_store._CLAIM_WITH_VIEW._compile(factory.kw["bind"].dialect)
-    params = form.bind(
-        {"b_step_id": new.first_step_id, "b_lease": timedelta(seconds=30), "b_window": 8}
-    )
-    with transaction(factory) as db:
-        raw = db.connection().connection.dbapi_connection
+    params = {"b_step_id": new.first_step_id, "b_lease": timedelta(seconds=30), "b_window": 8}
+    with transaction(factory) as db:  # EXPLAIN ANALYZE runs the claim: rolled back after
+        conn = db.connection()
+        form = step_store._CLAIM_WITH_VIEW._compile(conn.dialect)
+        raw = conn.connection.dbapi_connection
         assert raw is not None
-        explained = raw.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + form.sql, params).fetchone()
+        explained = raw.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + form.sql, form.bind(params))
+        plan = explained.fetchone()
         db.rollback()
-    assert explained is not None
-    plan = explained[0][0]["Plan"]
+    assert plan is not None
     read = {
         f"{node['Node Type']} {node.get('Index Name', '')}": node["Actual Rows"]
         * node["Actual Loops"]
-        for node in _nodes(plan)
+        for node in _nodes(plan[0][0]["Plan"])
     }
     assert max(read.values()) <= 2, read
