@@ -1,0 +1,92 @@
+"""The closed sets of the turn pipeline: lifecycle states and kinds, spelled once.
+
+Each is a `StrEnum`: a member compares equal to its value, so it is stored, sent over JSON and
+rendered into SQL as that value. The database holds the same sets as CHECK constraints
+(migration 0004); `tests/test_vocabulary.py` keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class TurnStatus(StrEnum):
+    """A turn's lifecycle: `queued` → `running` → one of the three terminal states."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL_TURN_STATUSES
+
+
+TERMINAL_TURN_STATUSES = frozenset({TurnStatus.DONE, TurnStatus.FAILED, TurnStatus.CANCELLED})
+ACTIVE_TURN_STATUSES = frozenset({TurnStatus.QUEUED, TurnStatus.RUNNING})
+
+
+class StepStatus(StrEnum):
+    """A step on its queue: `pending` (published, waiting), `leased` (a worker holds it), or
+    finished."""
+
+    PENDING = "pending"
+    LEASED = "leased"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+OPEN_STEP_STATUSES = (StepStatus.PENDING, StepStatus.LEASED)
+
+
+class StepKind(StrEnum):
+    """What a step does, and so which queue runs it."""
+
+    MODEL = "model"
+    TOOL = "tool"
+    SUMMARIZE = "summarize"
+
+
+class ToolCallStatus(StrEnum):
+    """A tool call the model asked for: `pending` until its result is stored."""
+
+    PENDING = "pending"
+    DONE = "done"
+
+
+class ProposalStatus(StrEnum):
+    """A proposed action: decided by an operator (or expired), then executed once."""
+
+    PENDING = "pending"
+    CONFIRMED = "confirmed"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+    EXECUTING = "executing"
+    EXECUTED = "executed"
+    EXECUTION_FAILED = "execution_failed"
+
+
+class ToolSeverity(StrEnum):
+    """How a tool result is shown: `ok`, or how bad what happened was."""
+
+    OK = "ok"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class RateLimitKind(StrEnum):
+    """What a rate limit counts: requests or tokens per minute."""
+
+    RPM = "rpm"
+    TPM = "tpm"
+
+
+class DecisionKind(StrEnum):
+    """What an audit row records: a model call or a tool call."""
+
+    MODEL = "model"
+    TOOL = "tool"
