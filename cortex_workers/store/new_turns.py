@@ -17,6 +17,7 @@ from sqlalchemy import Interval, bindparam, func, literal, select, true, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
+from ..vocabulary import TurnStatus
 from .db import Executor
 from .models import messages_table, sessions_table, steps_table, turns_table
 from .repo import storable_text
@@ -146,8 +147,30 @@ class NewTurn:
     id: uuid.UUID
     session_id: uuid.UUID
     seq: int
-    status: str
+    status: TurnStatus
     first_step_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """`start_turn_if_idle` stored the turn, started, with its user message and first step."""
+
+    turn: NewTurn
+
+
+@dataclass(frozen=True, slots=True)
+class SessionBusy:
+    """`start_turn_if_idle` stored nothing: the session has an active turn, or changed while
+    the statement waited for its lock. Submit the turn under the session's lock instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class NoSuchSession:
+    """`start_turn_if_idle` stored nothing: the tenant has no such session."""
+
+
+StartOutcome = Started | SessionBusy | NoSuchSession
+"""What `start_turn_if_idle` did."""
 
 
 def start_turn_if_idle(
@@ -158,11 +181,10 @@ def start_turn_if_idle(
     timeout_s: float,
     content: str,
     request_hash: str | None = None,
-) -> NewTurn | bool:
+) -> StartOutcome:
     """Store a turn that starts at once, with its user message and first model step, if the
     tenant's session has no active turn: one statement that commits on its own (see
-    `_insert_turn`). False when there is no such session, True when it stored nothing (the
-    session is busy, or changed while the statement waited for its lock)."""
+    `_insert_turn`)."""
     params: dict[str, Any] = {
         "b_session_id": session_id,
         "b_turn_id": uuid.uuid4(),
@@ -176,15 +198,17 @@ def start_turn_if_idle(
     }
     row = _START_TURN_IF_IDLE.first(db, params)
     if row is None:
-        return False
+        return NoSuchSession()
     if row.last_turn_seq is None:
-        return True
-    return NewTurn(
-        id=params["b_turn_id"],
-        session_id=session_id,
-        seq=row.last_turn_seq,
-        status="running",
-        first_step_id=params["b_step_id"],
+        return SessionBusy()
+    return Started(
+        NewTurn(
+            id=params["b_turn_id"],
+            session_id=session_id,
+            seq=row.last_turn_seq,
+            status=TurnStatus.RUNNING,
+            first_step_id=params["b_step_id"],
+        )
     )
 
 
@@ -221,6 +245,6 @@ def insert_turn(
         id=params["b_turn_id"],
         session_id=session_id,
         seq=counters.last_turn_seq,
-        status="running" if starts else "queued",
+        status=TurnStatus.RUNNING if starts else TurnStatus.QUEUED,
         first_step_id=params.get("b_step_id"),
     )

@@ -6,7 +6,7 @@ import hashlib
 import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, assert_never
 
 from sqlalchemy.exc import IntegrityError
 
@@ -88,12 +88,15 @@ def _submit(
                 content=content,
                 request_hash=digest,
             )
-        if started is False:
-            raise NotFound(f"session {session_id} not found")
-        if isinstance(started, new_turns.NewTurn):
-            return Submitted(
-                started, created=True, publish=step_ref(started.first_step_id, "model")
-            )
+        match started:
+            case new_turns.Started(turn=new):
+                return Submitted(new, created=True, publish=step_ref(new.first_step_id, "model"))
+            case new_turns.NoSuchSession():
+                raise NotFound(f"session {session_id} not found")
+            case new_turns.SessionBusy():
+                pass  # stored under the session's lock below
+            case _:
+                assert_never(started)
     ended: list[Ended] = []
     with transaction(rt.db) as db:  # a busy session, or a request with an Idempotency-Key
         if not new_turns.lock_session(db, session_id, tenant_id):

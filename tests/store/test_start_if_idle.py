@@ -19,6 +19,7 @@ from support import Stack
 from cortex_workers.store import new_turns, repo, tenants
 from cortex_workers.store.db import autocommit, make_engine, make_sessionmaker, transaction
 from cortex_workers.store.models import Message, Step, Turn
+from cortex_workers.vocabulary import TurnStatus
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,9 @@ def _session(factory: sessionmaker[Db]) -> tuple[uuid.UUID, uuid.UUID]:
         return tenant.id, repo.insert_session(db, tenant.id).id
 
 
-def _start(factory: sessionmaker[Db], tenant_id: uuid.UUID, session_id: uuid.UUID) -> Any:
+def _start(
+    factory: sessionmaker[Db], tenant_id: uuid.UUID, session_id: uuid.UUID
+) -> new_turns.StartOutcome:
     with autocommit(factory) as db:
         return new_turns.start_turn_if_idle(
             db, tenant_id=tenant_id, session_id=session_id, timeout_s=60, content="go"
@@ -53,8 +56,10 @@ def test_an_idle_session_starts_the_turn_with_its_message_and_first_step(
     factory: sessionmaker[Db],
 ) -> None:
     tenant_id, session_id = _session(factory)
-    new = _start(factory, tenant_id, session_id)
-    assert isinstance(new, new_turns.NewTurn) and (new.seq, new.status) == (1, "running")
+    started = _start(factory, tenant_id, session_id)
+    assert isinstance(started, new_turns.Started)
+    new = started.turn
+    assert (new.seq, new.status) == (1, TurnStatus.RUNNING)
     with transaction(factory) as db:
         turn = db.get(Turn, new.id)
         assert turn is not None and turn.started_at is not None and turn.deadline is not None
@@ -70,10 +75,11 @@ def test_an_idle_session_starts_the_turn_with_its_message_and_first_step(
 
 def test_a_busy_session_or_another_tenants_stores_nothing(factory: sessionmaker[Db]) -> None:
     tenant_id, session_id = _session(factory)
-    assert isinstance(_start(factory, tenant_id, session_id), new_turns.NewTurn)
-    assert _start(factory, tenant_id, session_id) is True  # the first turn still runs
-    assert _start(factory, uuid.uuid4(), session_id) is False
-    assert _start(factory, tenant_id, uuid.uuid4()) is False
+    assert isinstance(_start(factory, tenant_id, session_id), new_turns.Started)
+    busy = _start(factory, tenant_id, session_id)  # the first turn still runs
+    assert busy == new_turns.SessionBusy()
+    assert _start(factory, uuid.uuid4(), session_id) == new_turns.NoSuchSession()
+    assert _start(factory, tenant_id, uuid.uuid4()) == new_turns.NoSuchSession()
     assert _turns(factory, session_id) == [(1, "running")]
 
 
@@ -119,7 +125,7 @@ def test_a_turn_stored_while_the_statement_waited_for_the_lock_is_seen(
         new_turns.insert_turn(
             db, tenant_id=tenant_id, session_id=session_id, start_timeout_s=60, content="first"
         )
-    assert got == [True]
+    assert got == [new_turns.SessionBusy()]
     assert _turns(factory, session_id) == [(1, "running")]
 
 
@@ -128,8 +134,8 @@ def test_a_turn_that_ended_while_the_statement_waited_no_longer_counts(
 ) -> None:
     tenant_id, session_id = _session(factory)
     first = _start(factory, tenant_id, session_id)
-    assert isinstance(first, new_turns.NewTurn)
+    assert isinstance(first, new_turns.Started)
     with _start_while_locked(factory, tenant_id, session_id) as (db, got):
-        assert repo.end_turn(db, first.id, status="done") is not None
-    assert len(got) == 1 and isinstance(got[0], new_turns.NewTurn)
+        assert repo.end_turn(db, first.turn.id, status=TurnStatus.DONE) is not None
+    assert len(got) == 1 and isinstance(got[0], new_turns.Started)
     assert _turns(factory, session_id) == [(1, "done"), (2, "running")]
