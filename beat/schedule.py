@@ -1,9 +1,11 @@
-"""What runs when. Task names are strings: this module imports no task code."""
+"""What runs when. Task and queue names come from `cortex_workers.queues`; no task code is
+imported here."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from cortex_workers.queues import RECONCILE, Queue
 from cortex_workers.settings import Settings
 
 
@@ -11,9 +13,9 @@ def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
     every = settings.reconcile_every_s
     return {
         "reconcile": {
-            "task": "cortex.maintenance.reconcile",
+            "task": RECONCILE,
             "schedule": every,
             # A sweep that waited longer than its interval is stale: the next one will come.
-            "options": {"queue": "maintenance", "expires": max(every * 2, 2.0)},
+            "options": {"queue": Queue.MAINTENANCE.value, "expires": max(every * 2, 2.0)},
         },
     }

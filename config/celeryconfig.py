@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kombu import Exchange, Queue
+from kombu import Exchange
+from kombu import Queue as KombuQueue
 
+from cortex_workers.queues import QUEUES, RUN_MODEL_STEP, Queue, task_name
 from cortex_workers.settings import Settings
 
-QUEUES = ("llm", "tools", "summarize", "maintenance")
+__all__ = ["QUEUES", "celery_settings"]
 
 
 def celery_settings(settings: Settings) -> dict[str, Any]:
@@ -35,16 +37,14 @@ def celery_settings(settings: Settings) -> dict[str, Any]:
         "broker_transport_options": transport,
         "broker_connection_retry_on_startup": True,
         "broker_connection_max_retries": None,
-        "task_queues": [Queue(q, Exchange(q, type="direct"), routing_key=q) for q in QUEUES],
-        "task_default_queue": "maintenance",
-        "task_routes": {
-            "cortex.llm.*": {"queue": "llm"},
-            "cortex.tools.*": {"queue": "tools"},
-            "cortex.summarize.*": {"queue": "summarize"},
-            "cortex.maintenance.*": {"queue": "maintenance"},
-        },
+        "task_queues": [
+            KombuQueue(q.value, Exchange(q.value, type="direct"), routing_key=q.value)
+            for q in QUEUES
+        ],
+        "task_default_queue": Queue.MAINTENANCE.value,
+        "task_routes": {task_name(q, "*"): {"queue": q.value} for q in QUEUES},
         "task_annotations": (
-            {"cortex.llm.run_model_step": {"rate_limit": settings.llm_worker_rate_limit}}
+            {RUN_MODEL_STEP: {"rate_limit": settings.llm_worker_rate_limit}}
             if settings.llm_worker_rate_limit
             else {}
         ),

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .settings import get_settings, reset_settings
 
+if TYPE_CHECKING:
+    from .devstack import EmbeddedStack
 
-def use_embedded_if_unset(data_dir: Path) -> object | None:
+
+def use_embedded_if_unset(data_dir: Path) -> EmbeddedStack | None:
     """Start (or attach to) the embedded servers when no URLs are configured."""
     settings = get_settings()
     if settings.database_url and settings.redis_url:

@@ -14,11 +14,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .admin import check_config, create_key, migrate, use_embedded_if_unset
+from .queues import Queue
 from .settings import get_settings
 
 CELERY_APP = "config.celery_app:app"
 ASGI_APP = "config.asgi:app"
-QUEUE_POOLS = {"llm": ("gevent", 1000), "tools": ("threads", 32)}
+QUEUE_POOLS: dict[str, tuple[str, int]] = {
+    Queue.LLM: ("gevent", 1000),
+    Queue.TOOLS: ("threads", 32),
+}
 """Model steps wait on providers' streams through sockets: greenlets hold hundreds of them per
 process for less CPU than threads (docs/benchmarks.md). Tools stay on threads: a tool that
 computes without yielding would stall every greenlet of its process, and its timeout could not
@@ -36,7 +40,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         migrate()
     finally:
         if stack is not None:
-            stack.stop()  # type: ignore[attr-defined]
+            stack.stop()
     print("database is at the newest revision")
     return 0
 
@@ -48,7 +52,7 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
         print(create_key(args.tenant))
     finally:
         if stack is not None:
-            stack.stop()  # type: ignore[attr-defined]
+            stack.stop()
     return 0
 
 
@@ -116,13 +120,18 @@ def cmd_dev(args: argparse.Namespace) -> int:
     return run_dev(data_dir=Path(args.data_dir), port=args.port, host=args.host)
 
 
+def _add_data_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir", default=".cortex", help="embedded servers' data (when no URLs are set)"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cortex-workers", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    data_dir = {"default": ".cortex", "help": "embedded servers' data (when no URLs are set)"}
 
     dev = sub.add_parser("dev", help="everything in one command, on embedded servers by default")
-    dev.add_argument("--data-dir", **data_dir)  # type: ignore[arg-type]
+    _add_data_dir(dev)
     dev.add_argument("--port", type=int, default=8000)
     dev.add_argument("--host", default="127.0.0.1")
     dev.set_defaults(func=cmd_dev)
@@ -147,14 +156,14 @@ def build_parser() -> argparse.ArgumentParser:
     beat.set_defaults(func=cmd_beat)
 
     mig = sub.add_parser("migrate", help="apply database migrations")
-    mig.add_argument("--data-dir", **data_dir)  # type: ignore[arg-type]
+    _add_data_dir(mig)
     mig.set_defaults(func=cmd_migrate)
 
     keys = sub.add_parser("keys", help="API keys")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     create = keys_sub.add_parser("create", help="print a new API key for a tenant")
     create.add_argument("--tenant", required=True)
-    create.add_argument("--data-dir", **data_dir)  # type: ignore[arg-type]
+    _add_data_dir(create)
     create.set_defaults(func=cmd_keys_create)
     return parser
 

@@ -13,29 +13,23 @@ from collections.abc import Iterable
 
 from celery import current_app
 
-from .turns.steps import NextStep, StepKind
+from .queues import EXECUTE_PROPOSAL, Queue, step_route
+from .turns.steps import NextStep
 
 log = logging.getLogger(__name__)
-
-TASKS: dict[StepKind, tuple[str, str]] = {
-    "model": ("cortex.llm.run_model_step", "llm"),
-    "tool": ("cortex.tools.run_tool_step", "tools"),
-    "summarize": ("cortex.summarize.run_summarize_step", "summarize"),
-}
-RECONCILE_TASK = "cortex.maintenance.reconcile"
 
 
 def publish(steps: Iterable[NextStep]) -> int:
     """Send each step's task (task id = step id); returns how many were sent."""
     sent = 0
     for step in steps:
-        name, queue = TASKS[step.kind]
+        route = step_route(step.kind)
         try:
             current_app.send_task(
-                name,
+                route.task,
                 args=[str(step.id)],
                 task_id=str(step.id),
-                queue=queue,
+                queue=route.queue.value,
                 countdown=step.countdown or None,
             )
             sent += 1
@@ -49,17 +43,14 @@ def publish(steps: Iterable[NextStep]) -> int:
     return sent
 
 
-EXECUTE_PROPOSAL_TASK = "cortex.tools.execute_proposal"
-
-
 def publish_execution(proposal_id: uuid.UUID) -> None:
     """Hand a confirmed proposal to a `tools` worker (re-sent by the reconciler if lost)."""
     try:
         current_app.send_task(
-            EXECUTE_PROPOSAL_TASK,
+            EXECUTE_PROPOSAL,
             args=[str(proposal_id)],
             task_id=f"execute-{proposal_id}",
-            queue="tools",
+            queue=Queue.TOOLS.value,
         )
     except Exception:
         log.warning(

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import FrameType
 
 from .admin import create_key, key_is_valid, migrate, use_embedded_if_unset
+from .queues import Queue
 from .settings import get_settings
 
 log = logging.getLogger("cortex_workers.dev")
@@ -32,7 +33,7 @@ def die_with_parent(sig: int = signal.SIGTERM) -> None:
     libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
 
 
-WORKER_QUEUES = ("llm", "tools", "summarize,maintenance")
+WORKER_QUEUES = (Queue.LLM.value, Queue.TOOLS.value, f"{Queue.SUMMARIZE},{Queue.MAINTENANCE}")
 
 
 @dataclass
@@ -154,6 +155,6 @@ def run_dev(*, data_dir: Path, port: int, host: str) -> int:
         Supervisor(children, env).run()
     finally:
         if stack is not None:
-            stack.stop()  # type: ignore[attr-defined]
+            stack.stop()
     log.info("stopped")
     return 0

@@ -7,9 +7,10 @@ import uuid
 from celery import shared_task
 
 from ..dispatch import publish
+from ..queues import RUN_MODEL_STEP
 from ..turns.model_step import run_model_step as run
 
 
-@shared_task(name="cortex.llm.run_model_step", ignore_result=True)
+@shared_task(name=RUN_MODEL_STEP, ignore_result=True)
 def run_model_step(step_id: str) -> None:
     publish(run(uuid.UUID(step_id)))

@@ -5,10 +5,11 @@ from __future__ import annotations
 from celery import shared_task
 
 from ..dispatch import publish, publish_execution
+from ..queues import RECONCILE
 from ..turns.reconcile import reconcile as sweep
 
 
-@shared_task(name="cortex.maintenance.reconcile", ignore_result=True)
+@shared_task(name=RECONCILE, ignore_result=True)
 def reconcile() -> None:
     done = sweep()
     publish(done.publish)

@@ -7,9 +7,10 @@ import uuid
 from celery import shared_task
 
 from ..dispatch import publish
+from ..queues import RUN_SUMMARIZE_STEP
 from ..turns.summarize import run_summarize_step as run
 
 
-@shared_task(name="cortex.summarize.run_summarize_step", ignore_result=True)
+@shared_task(name=RUN_SUMMARIZE_STEP, ignore_result=True)
 def run_summarize_step(step_id: str) -> None:
     publish(run(uuid.UUID(step_id)))

@@ -7,15 +7,16 @@ import uuid
 from celery import shared_task
 
 from ..dispatch import publish
+from ..queues import EXECUTE_PROPOSAL, RUN_TOOL_STEP
 from ..turns.proposals import execute
 from ..turns.tool_step import run_tool_step as run
 
 
-@shared_task(name="cortex.tools.run_tool_step", ignore_result=True)
+@shared_task(name=RUN_TOOL_STEP, ignore_result=True)
 def run_tool_step(step_id: str) -> None:
     publish(run(uuid.UUID(step_id)))
 
 
-@shared_task(name="cortex.tools.execute_proposal", ignore_result=True)
+@shared_task(name=EXECUTE_PROPOSAL, ignore_result=True)
 def execute_proposal(proposal_id: str) -> None:
     execute(uuid.UUID(proposal_id))

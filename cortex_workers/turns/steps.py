@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Literal
 
-StepKind = Literal["model", "tool", "summarize"]
+from ..vocabulary import StepKind
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,60 @@
+"""Every queue and Celery task name, spelled once.
+
+A task is named `cortex.<queue>.<task>`, so routing by name prefix (config/celeryconfig.py) and
+the queue a task is sent to (dispatch.py) agree by construction. The task decorators
+(`tasks/*.py`), the dispatcher, the Celery config and the beat schedule import their names from
+here. Pure values: this module imports nothing of the domain and no framework.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final, assert_never
+
+from .vocabulary import StepKind
+
+
+class Queue(StrEnum):
+    """A Celery queue; each has its own worker group (`cortex-workers worker --queues NAME`)."""
+
+    LLM = "llm"
+    TOOLS = "tools"
+    SUMMARIZE = "summarize"
+    MAINTENANCE = "maintenance"
+
+
+QUEUES: Final = tuple(Queue)
+
+
+def task_name(queue: Queue, task: str) -> str:
+    """`cortex.<queue>.<task>`; `task="*"` gives the queue's routing pattern."""
+    return f"cortex.{queue.value}.{task}"
+
+
+RUN_MODEL_STEP: Final = task_name(Queue.LLM, "run_model_step")
+RUN_TOOL_STEP: Final = task_name(Queue.TOOLS, "run_tool_step")
+EXECUTE_PROPOSAL: Final = task_name(Queue.TOOLS, "execute_proposal")
+RUN_SUMMARIZE_STEP: Final = task_name(Queue.SUMMARIZE, "run_summarize_step")
+RECONCILE: Final = task_name(Queue.MAINTENANCE, "reconcile")
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Which task runs a step, and on which queue."""
+
+    task: str
+    queue: Queue
+
+
+def step_route(kind: StepKind) -> Route:
+    """The task and queue of a step kind."""
+    match kind:
+        case StepKind.MODEL:
+            return Route(RUN_MODEL_STEP, Queue.LLM)
+        case StepKind.TOOL:
+            return Route(RUN_TOOL_STEP, Queue.TOOLS)
+        case StepKind.SUMMARIZE:
+            return Route(RUN_SUMMARIZE_STEP, Queue.SUMMARIZE)
+        case _:
+            assert_never(kind)
