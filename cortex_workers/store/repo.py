@@ -283,3 +283,10 @@ def turn_owner_and_status(db: Db, turn_id: uuid.UUID) -> tuple[uuid.UUID, str] |
     """(tenant_id, status) of the turn, in one small query (the SSE endpoint's check)."""
     row = db.execute(select(Turn.tenant_id, Turn.status).where(Turn.id == turn_id)).first()
     return (row.tenant_id, row.status) if row else None
+
+
+def turn_at(db: Db, session_id: uuid.UUID, seq: int) -> Turn | None:
+    """The session's turn numbered `seq`, if it exists yet (the session event stream's walk)."""
+    return db.execute(
+        select(Turn).where(Turn.session_id == session_id, Turn.seq == seq)
+    ).scalar_one_or_none()
