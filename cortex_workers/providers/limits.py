@@ -14,6 +14,7 @@ import redis
 
 from ..keys import cooldown_key, failures_key, rate_key
 from ..stream_writer import Outcome, PipelinedWriter
+from ..vocabulary import RateLimitKind
 
 WINDOW_S = 60.0
 
@@ -65,12 +66,15 @@ return 1
 
 @dataclass(frozen=True, slots=True)
 class Limit:
-    """One limit to take from: `scope` is `provider` or `provider:model`."""
+    """One limit to take from: `scope` is `provider` or `provider:model` (or a tenant's
+    submissions, see `api.ratelimit`)."""
 
     scope: str
-    kind: str  # "rpm" | "tpm"
+    kind: RateLimitKind
     limit: int
+    """Units allowed per window."""
     weight: int
+    """Units this grant takes: 1 for a request, the estimated tokens for a token limit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +108,7 @@ class RateLimiter:
         )
         return Grant(bool(granted), int(wait_ms) / 1000, int(now_ms))
 
-    def record(self, scope: str, kind: str, amount: int) -> None:
+    def record(self, scope: str, kind: RateLimitKind, amount: int) -> None:
         """Count usage that was only known afterwards (a call's output tokens)."""
         if amount > 0:
             self._record(

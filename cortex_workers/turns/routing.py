@@ -11,6 +11,7 @@ from ..providers.limits import Limit
 from ..providers.prompt_tools import PromptToolsProvider
 from ..providers.registry import Route
 from ..runtime import Runtime
+from ..vocabulary import RateLimitKind
 from .context import ModelContext
 
 
@@ -54,9 +55,9 @@ def _limits(rt: Runtime, route: Route, tokens: int) -> list[Limit]:
         if config is None:
             continue
         if config.rpm:
-            out.append(Limit(scope, "rpm", config.rpm, 1))
+            out.append(Limit(scope, RateLimitKind.RPM, config.rpm, 1))
         if config.tpm:
-            out.append(Limit(scope, "tpm", config.tpm, min(tokens, config.tpm)))
+            out.append(Limit(scope, RateLimitKind.TPM, config.tpm, min(tokens, config.tpm)))
     return out
 
 
@@ -83,4 +84,4 @@ def record_output_tokens(rt: Runtime, route: Route, output_tokens: int) -> None:
     for scope in (route.provider, f"{route.provider}:{route.model}"):
         config = rt.settings.llm_rate_limits.get(scope)
         if config is not None and config.tpm:
-            rt.rate_limiter.record(scope, "tpm", output_tokens)
+            rt.rate_limiter.record(scope, RateLimitKind.TPM, output_tokens)
