@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from typing import Literal, assert_never
 
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session as Db
 
 from ..errors import ConflictError, InvalidRequest, NotFound
 from ..runtime import Runtime
 from ..store import new_turns, repo
 from ..store.db import autocommit_connection, transaction
 from ..store.models import Turn
+from ..vocabulary import StepKind, TurnStatus
 from .lifecycle import Ended, announce, end_turn, promote_next
 from .steps import NextStep, step_ref
 
@@ -30,7 +32,8 @@ class Submitted:
     publish: list[NextStep] = field(default_factory=list)
 
 
-def request_hash(session_id: uuid.UUID, content: str, if_busy: str) -> str:
+def request_hash(session_id: uuid.UUID, content: str, if_busy: IfBusy) -> str:
+    """What an Idempotency-Key is bound to: the same key with another request is refused."""
     body = json.dumps({"session": str(session_id), "content": content, "if_busy": if_busy})
     return hashlib.sha256(body.encode()).hexdigest()
 
@@ -78,6 +81,8 @@ def _submit(
     idempotency_key: str | None,
     digest: str,
 ) -> Submitted:
+    """Start the turn in one statement when the session is idle and there is no key to
+    check; otherwise store it under the session's lock."""
     if idempotency_key is None:  # an idle session's turn starts in one statement
         with autocommit_connection(rt.engine) as db:
             started = new_turns.start_turn_if_idle(
@@ -90,15 +95,28 @@ def _submit(
             )
         match started:
             case new_turns.Started(turn=new):
-                return Submitted(new, created=True, publish=step_ref(new.first_step_id, "model"))
+                publish = step_ref(new.first_step_id, StepKind.MODEL)
+                return Submitted(new, created=True, publish=publish)
             case new_turns.NoSuchSession():
                 raise NotFound(f"session {session_id} not found")
             case new_turns.SessionBusy():
                 pass  # stored under the session's lock below
             case _:
                 assert_never(started)
-    ended: list[Ended] = []
-    with transaction(rt.db) as db:  # a busy session, or a request with an Idempotency-Key
+    return _submit_locked(rt, tenant_id, session_id, content, if_busy, idempotency_key, digest)
+
+
+def _submit_locked(
+    rt: Runtime,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    content: str,
+    if_busy: IfBusy,
+    idempotency_key: str | None,
+    digest: str,
+) -> Submitted:
+    """A busy session, or a request with an Idempotency-Key: stored under the session's lock."""
+    with transaction(rt.db) as db:
         if not new_turns.lock_session(db, session_id, tenant_id):
             raise NotFound(f"session {session_id} not found")
         if idempotency_key is not None:
@@ -106,23 +124,9 @@ def _submit(
             if existing is not None:
                 return _replay(existing, digest)
         active = repo.active_turns(db, session_id)
-        if active and if_busy == "reject":
-            raise ConflictError(
-                "the session is busy with another turn; retry later or use if_busy=enqueue",
-                code="session_busy",
-                details={"active_turn_id": str(active[0].id)},
-            )
-        if active and if_busy == "interrupt":
-            # Newest first, so ending the running turn promotes nothing already doomed.
-            for old in reversed(active):
-                done, _ = end_turn(
-                    rt, db, session_id=session_id, turn_id=old.id, status="cancelled"
-                )
-                if done is not None:
-                    ended.append(done)
+        ended = _make_room(rt, db, session_id, [t.id for t in active], if_busy) if active else []
         # Nothing active now (an idle session, or everything interrupted): the turn starts at
-        # once. Otherwise it queues; if no turn is running (a lost promotion, the reconciler's
-        # case), the oldest queued one starts.
+        # once. Otherwise it queues.
         starts = not active or if_busy == "interrupt"
         turn = new_turns.insert_turn(
             db,
@@ -134,14 +138,45 @@ def _submit(
             request_hash=digest,
         )
         if starts:  # its user message and first model step were stored with it
-            publish = step_ref(turn.first_step_id, "model")
-        elif not any(t.status == "running" for t in active):
+            publish = step_ref(turn.first_step_id, StepKind.MODEL)
+        elif not any(t.status == TurnStatus.RUNNING for t in active):
+            # Queued behind turns none of which runs (a lost promotion, the reconciler's
+            # case): the oldest queued one starts.
             publish = promote_next(rt, db, session_id)
         else:
             publish = []
     for done in ended:
         announce(rt, done)
     return Submitted(turn, created=True, publish=publish)
+
+
+def _make_room(
+    rt: Runtime, db: Db, session_id: uuid.UUID, active: list[uuid.UUID], if_busy: IfBusy
+) -> list[Ended]:
+    """What `if_busy` does about the session's `active` turns (ids, oldest first): leave them
+    (`enqueue`), refuse the new turn (`reject`, 409), or cancel them (`interrupt`). Returns the
+    turns it ended, to announce after the commit."""
+    match if_busy:
+        case "enqueue":
+            return []
+        case "reject":
+            raise ConflictError(
+                "the session is busy with another turn; retry later or use if_busy=enqueue",
+                code="session_busy",
+                details={"active_turn_id": str(active[0])},
+            )
+        case "interrupt":
+            ended = []
+            # Newest first, so ending the running turn promotes nothing already doomed.
+            for turn_id in reversed(active):
+                done, _ = end_turn(
+                    rt, db, session_id=session_id, turn_id=turn_id, status=TurnStatus.CANCELLED
+                )
+                if done is not None:
+                    ended.append(done)
+            return ended
+        case _:
+            assert_never(if_busy)
 
 
 def cancel_turn(
@@ -154,7 +189,7 @@ def cancel_turn(
             raise NotFound(f"turn {turn_id} not found")
         repo.get_session(db, turn.session_id, lock=True)
         done, publish = end_turn(
-            rt, db, session_id=turn.session_id, turn_id=turn_id, status="cancelled"
+            rt, db, session_id=turn.session_id, turn_id=turn_id, status=TurnStatus.CANCELLED
         )
         if done is None:
             db.refresh(turn)
