@@ -34,6 +34,20 @@ STATUS_CODES = {
 }
 
 
+class RateLimited(CortexError):
+    """The tenant is over a per-minute submission limit: answered 429 with `Retry-After`."""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after_s: int, limit_per_minute: int) -> None:
+        super().__init__(
+            message,
+            details={"retry_after_s": retry_after_s, "limit_per_minute": limit_per_minute},
+        )
+        self.retry_after_s = retry_after_s
+        """Whole seconds, at least 1, until a submission can be accepted."""
+
+
 def error_response(
     status: int, code: str, message: str, details: Any = None, headers: dict[str, str] | None = None
 ) -> JSONResponse:
@@ -65,6 +79,12 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(CortexError)
     async def _cortex(_: Request, exc: CortexError) -> JSONResponse:
         return error_response(_status_of(exc), exc.code, exc.message, exc.details)
+
+    @app.exception_handler(RateLimited)
+    async def _rate_limited(_: Request, exc: RateLimited) -> JSONResponse:
+        return error_response(
+            429, exc.code, exc.message, exc.details, headers={"Retry-After": str(exc.retry_after_s)}
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:

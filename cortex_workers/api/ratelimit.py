@@ -2,8 +2,9 @@
 
 Each limit is a sliding window of one minute kept in Redis by the same Lua limiter the workers
 use for provider limits (`providers.limits.RateLimiter`), so N API replicas together never
-accept more than the limit in any 60 s. A refused request answers 429 in the error shape, with
-`details.retry_after_s` and a `Retry-After` header (whole seconds, at least 1).
+accept more than the limit in any 60 s. A refused request raises `RateLimited`, which the app
+answers 429 in the error shape, with `details.retry_after_s` and a `Retry-After` header (whole
+seconds, at least 1).
 
 What counts: every authenticated, well-formed submission that reaches the route, whatever its
 outcome (a 404 or 409 after the limit was taken still used one unit), except the replay of an
@@ -18,13 +19,12 @@ from __future__ import annotations
 import math
 import uuid
 
-from fastapi.responses import JSONResponse
-
 from ..providers.limits import Limit, RateLimiter
 from ..runtime import Runtime
 from ..store import repo
 from ..store.db import transaction
-from .errors import error_response
+from ..vocabulary import RateLimitKind
+from .errors import RateLimited
 
 WINDOW_S = 60.0
 """The window a `*_per_minute` limit is counted over."""
@@ -40,22 +40,20 @@ def session_scope(tenant_id: uuid.UUID) -> str:
     return f"tenant:{tenant_id}:sessions"
 
 
-def _take(rt: Runtime, scope: str, per_minute: int | None, what: str) -> JSONResponse | None:
-    """One unit from `scope`'s window: None when granted (or unlimited), else the 429."""
+def _take(rt: Runtime, scope: str, per_minute: int | None, what: str) -> None:
+    """One unit from `scope`'s window, or `RateLimited`; nothing to take when unlimited."""
     if not per_minute:
-        return None
+        return
     limiter = RateLimiter(rt.redis, window_s=WINDOW_S)
-    grant = limiter.acquire([Limit(scope, "rpm", per_minute, 1)])
+    grant = limiter.acquire([Limit(scope, RateLimitKind.RPM, per_minute, 1)])
     if grant.granted:
-        return None
+        return
     retry_after = max(1, math.ceil(grant.wait_s))
-    return error_response(
-        429,
-        "rate_limited",
+    raise RateLimited(
         f"too many {what}: this API key's tenant may submit {per_minute} per minute; "
         f"retry in {retry_after} s",
-        {"retry_after_s": retry_after, "limit_per_minute": per_minute},
-        headers={"Retry-After": str(retry_after)},
+        retry_after_s=retry_after,
+        limit_per_minute=per_minute,
     )
 
 
@@ -64,21 +62,19 @@ def _is_replay(rt: Runtime, tenant_id: uuid.UUID, idempotency_key: str) -> bool:
         return repo.turn_by_idempotency_key(db, tenant_id, idempotency_key) is not None
 
 
-def take_turn(
-    rt: Runtime, tenant_id: uuid.UUID, idempotency_key: str | None = None
-) -> JSONResponse | None:
-    """Count one turn submission of `tenant_id`; the 429 to answer when over its limit.
+def take_turn(rt: Runtime, tenant_id: uuid.UUID, idempotency_key: str | None = None) -> None:
+    """Count one turn submission of `tenant_id`; `RateLimited` when over its limit.
 
     A request whose `idempotency_key` the tenant already used is a replay (or a 422 for another
     body): it creates nothing and takes nothing."""
     per_minute = rt.settings.tenant_turns_per_minute
     if not per_minute:
-        return None
+        return
     if idempotency_key is not None and _is_replay(rt, tenant_id, idempotency_key):
-        return None
-    return _take(rt, turn_scope(tenant_id), per_minute, "turns")
+        return
+    _take(rt, turn_scope(tenant_id), per_minute, "turns")
 
 
-def take_session(rt: Runtime, tenant_id: uuid.UUID) -> JSONResponse | None:
-    """Count one session creation of `tenant_id`; the 429 to answer when over its limit."""
-    return _take(rt, session_scope(tenant_id), rt.settings.tenant_sessions_per_minute, "sessions")
+def take_session(rt: Runtime, tenant_id: uuid.UUID) -> None:
+    """Count one session creation of `tenant_id`; `RateLimited` when over its limit."""
+    _take(rt, session_scope(tenant_id), rt.settings.tenant_sessions_per_minute, "sessions")

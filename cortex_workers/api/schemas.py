@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -16,6 +16,16 @@ from pydantic import (
 )
 
 from ..providers.scripted import ScriptReply
+from ..turns.sessions import SessionSpec
+from ..turns.submit import IfBusy
+from ..vocabulary import (
+    ProposalStatus,
+    StepKind,
+    StepStatus,
+    ToolCallStatus,
+    ToolSeverity,
+    TurnStatus,
+)
 
 MAX_TEXT = 200_000
 MAX_DEPTH = 32
@@ -94,11 +104,22 @@ class SessionCreate(StorableBody):
                     ) from None
         return value
 
+    def spec(self) -> SessionSpec:
+        """What the session asks for, as the domain takes it."""
+        return SessionSpec(
+            name=self.name,
+            system_prompt=self.system_prompt,
+            provider=self.provider,
+            model=self.model,
+            tools=self.tools,
+            metadata=self.metadata,
+        )
+
 
 class ActiveTurn(BaseModel):
     id: uuid.UUID
     seq: int
-    status: str
+    status: TurnStatus
 
 
 class SessionOut(BaseModel):
@@ -122,22 +143,22 @@ class TurnCreate(StorableBody):
     """One user message; `if_busy` says what to do when the session is running another turn."""
 
     content: str = Field(min_length=1, max_length=MAX_TEXT)
-    if_busy: Literal["enqueue", "reject", "interrupt"] = "enqueue"
+    if_busy: IfBusy = "enqueue"
 
 
 class TurnAccepted(BaseModel):
     id: uuid.UUID
     session_id: uuid.UUID
     seq: int
-    status: str
+    status: TurnStatus
     events_url: str
 
 
 class StepOut(BaseModel):
     id: uuid.UUID
     step_no: int
-    kind: str
-    status: str
+    kind: StepKind
+    status: StepStatus
     attempt: int
     parent_step_id: uuid.UUID | None
     provider: str | None
@@ -155,10 +176,10 @@ class ToolCallOut(BaseModel):
     id: str
     name: str
     arguments: dict[str, Any]
-    status: str
+    status: ToolCallStatus
     is_error: bool
     truncated: bool
-    severity: str
+    severity: ToolSeverity
     error: str | None
     result: str | None
     latency_ms: int | None
@@ -168,7 +189,7 @@ class TurnOut(BaseModel):
     id: uuid.UUID
     session_id: uuid.UUID
     seq: int
-    status: Literal["queued", "running", "done", "failed", "cancelled"]
+    status: TurnStatus
     content: str
     answer: str | None
     error: dict[str, Any] | None
@@ -265,9 +286,7 @@ class ProposalOut(BaseModel):
     rationale: str
     blast_radius: str | None
     reversible: bool | None
-    status: Literal[
-        "pending", "confirmed", "rejected", "expired", "executing", "executed", "execution_failed"
-    ]
+    status: ProposalStatus
     created_at: datetime
     expires_at: datetime
     decided_at: datetime | None

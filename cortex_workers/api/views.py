@@ -8,12 +8,13 @@ from sqlalchemy.orm import Session as Db
 
 from ..errors import NotFound
 from ..runtime import Runtime
-from ..store import repo, tool_calls
+from ..store import proposals, repo, tool_calls
 from ..store import steps as step_store
 from ..store.models import Message, Proposal, Session, Turn
 from .schemas import (
     ActiveTurn,
     MessageOut,
+    MessagesPage,
     ProposalOut,
     SessionOut,
     StepOut,
@@ -65,6 +66,13 @@ def message_out(m: Message) -> MessageOut:
     )
 
 
+def messages_page(db: Db, session: Session, *, after: int, limit: int) -> MessagesPage:
+    """Up to `limit` of the session's messages after sequence number `after`, oldest first."""
+    rows = repo.list_messages(db, session.id, after=after, limit=limit + 1)
+    page = [message_out(m) for m in rows[:limit]]
+    return MessagesPage(messages=page, next_after=page[-1].seq if len(rows) > limit else None)
+
+
 def turn_out(db: Db, turn: Turn) -> TurnOut:
     steps = [
         StepOut(
@@ -108,7 +116,7 @@ def turn_out(db: Db, turn: Turn) -> TurnOut:
         id=turn.id,
         session_id=turn.session_id,
         seq=turn.seq,
-        status=turn.status,  # type: ignore[arg-type]
+        status=turn.status,
         content=turn.content,
         answer=turn.answer,
         error=turn.error,
@@ -138,6 +146,18 @@ def require_turn(db: Db, turn_id: uuid.UUID, tenant_id: uuid.UUID) -> Turn:
     return turn
 
 
+def require_proposal(db: Db, proposal_id: uuid.UUID, tenant_id: uuid.UUID) -> Proposal:
+    row = proposals.get(db, proposal_id, tenant_id=tenant_id)
+    if row is None:
+        raise NotFound(f"proposal {proposal_id} not found")
+    return row
+
+
+def proposals_of_session(db: Db, session: Session) -> list[ProposalOut]:
+    """Every action the model proposed in the session, oldest first."""
+    return [proposal_out(p) for p in proposals.of_session(db, session.id)]
+
+
 def proposal_out(p: Proposal) -> ProposalOut:
     return ProposalOut(
         id=p.id,
@@ -149,7 +169,7 @@ def proposal_out(p: Proposal) -> ProposalOut:
         rationale=p.rationale,
         blast_radius=p.blast_radius,
         reversible=p.reversible,
-        status=p.status,  # type: ignore[arg-type]
+        status=p.status,
         created_at=p.created_at,
         expires_at=p.expires_at,
         decided_at=p.decided_at,

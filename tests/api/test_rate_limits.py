@@ -16,6 +16,7 @@ import pytest
 import redis
 from support import Api, free_port
 
+from cortex_workers.api.errors import RateLimited
 from cortex_workers.api.ratelimit import session_scope, take_session, take_turn
 from cortex_workers.keys import rate_key
 from cortex_workers.runtime import get_runtime
@@ -133,19 +134,36 @@ def test_redis_down_makes_a_submission_503_not_500(
     assert user_messages(client, sid) == []
 
 
+def test_sessions_beyond_the_tenants_limit_are_429_with_retry_after(
+    client: Api, set_limits: SetLimits
+) -> None:
+    set_limits(tenant_sessions_per_minute=1)
+    client.create_session(name="the one")
+    r = client.http.post("/v1/sessions", json={"name": "one too many"})
+    assert_rate_limited(r)
+    assert r.json()["error"]["details"]["limit_per_minute"] == 1
+    # counted before the body is checked: a session that would be refused anyway is a 429 too
+    assert_rate_limited(client.http.post("/v1/sessions", json={"provider": "no-such-provider"}))
+
+
 def test_the_sessions_limit_refuses_beyond_its_count_per_tenant(set_limits: SetLimits) -> None:
     set_limits(tenant_sessions_per_minute=2)
     rt = get_runtime()
     tenant, other = uuid.uuid4(), uuid.uuid4()
     try:
-        assert take_session(rt, tenant) is None
-        assert take_session(rt, tenant) is None
-        refused = take_session(rt, tenant)
-        assert refused is not None and refused.status_code == 429
-        assert int(refused.headers["retry-after"]) >= 1
-        assert take_session(rt, other) is None
+        take_session(rt, tenant)
+        take_session(rt, tenant)
+        with pytest.raises(RateLimited) as refused:
+            take_session(rt, tenant)
+        assert refused.value.code == "rate_limited"
+        assert refused.value.retry_after_s >= 1
+        assert refused.value.details == {
+            "retry_after_s": refused.value.retry_after_s,
+            "limit_per_minute": 2,
+        }
+        take_session(rt, other)  # the other tenant's window is its own
         set_limits(tenant_sessions_per_minute=0)
-        assert take_session(rt, tenant) is None
+        take_session(rt, tenant)
     finally:
         rt.redis.delete(*(rate_key(session_scope(t), "rpm") for t in (tenant, other)))
 
@@ -154,6 +172,6 @@ def test_an_unlimited_tenant_touches_no_redis(set_limits: SetLimits) -> None:
     set_limits(tenant_turns_per_minute=0, tenant_sessions_per_minute=0)
     rt = get_runtime()
     tenant = uuid.uuid4()
-    assert take_turn(rt, tenant, "some-key") is None
-    assert take_session(rt, tenant) is None
+    take_turn(rt, tenant, "some-key")
+    take_session(rt, tenant)
     assert not rt.redis.keys(f"*{tenant}*")

@@ -5,9 +5,10 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from sqlalchemy import text
 
 from ..deps import RuntimeDep, TenantDep
+from ..errors import error_response
+from ..readiness import is_ready, readiness
 from ..schemas import CooldownOut, ProviderOut, RateLimitOut, RejectedToolOut, ToolOut, ToolsOut
 
 router = APIRouter(tags=["meta"])
@@ -85,38 +86,10 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-def _check(rt: RuntimeDep) -> dict[str, str]:
-    checks: dict[str, str] = {}
-    try:
-        with rt.engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-        checks["database"] = "ok"
-    except Exception as exc:
-        checks["database"] = f"unavailable: {type(exc).__name__}"
-    try:
-        rt.redis.ping()
-        checks["redis"] = "ok"
-    except Exception as exc:
-        checks["redis"] = f"unavailable: {type(exc).__name__}"
-    try:
-        from celery import current_app
-
-        with current_app.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1, timeout=2)
-        checks["broker"] = "ok"
-    except Exception as exc:
-        checks["broker"] = f"unavailable: {type(exc).__name__}"
-    return checks
-
-
 @router.get("/readyz")
 async def readyz(rt: RuntimeDep) -> JSONResponse:
     """Database, Redis and broker reachable: 200, else 503 with what is down."""
-    checks = await run_in_threadpool(_check, rt)
-    ok = all(v == "ok" for v in checks.values())
-    if ok:
+    checks = await run_in_threadpool(readiness, rt)
+    if is_ready(checks):
         return JSONResponse({"status": "ok", "checks": checks})
-    return JSONResponse(
-        {"error": {"code": "unavailable", "message": "not ready", "details": checks}},
-        status_code=503,
-    )
+    return error_response(503, "unavailable", "not ready", checks)

@@ -8,13 +8,12 @@ from typing import Any
 from fastapi import APIRouter
 
 from ...dispatch import publish_execution
-from ...errors import NotFound
-from ...store import proposals
 from ...store.db import transaction
 from ...turns.proposals import decide
+from ...vocabulary import ProposalStatus
 from ..deps import RuntimeDep, TenantDep
 from ..schemas import ProposalOut
-from ..views import proposal_out, require_session
+from ..views import proposal_out, proposals_of_session, require_proposal, require_session
 
 router = APIRouter(tags=["proposals"])
 DECIDED: dict[int | str, dict[str, Any]] = {
@@ -28,24 +27,22 @@ def list_proposals(
 ) -> list[ProposalOut]:
     """Every action the model proposed in this session, oldest first, with its status."""
     with transaction(rt.db) as db:
-        require_session(db, session_id, tenant_id)
-        return [proposal_out(p) for p in proposals.of_session(db, session_id)]
+        return proposals_of_session(db, require_session(db, session_id, tenant_id))
 
 
 @router.get("/v1/proposals/{proposal_id}", response_model=ProposalOut)
 def get_proposal(proposal_id: uuid.UUID, rt: RuntimeDep, tenant_id: TenantDep) -> ProposalOut:
     with transaction(rt.db) as db:
-        row = proposals.get(db, proposal_id, tenant_id=tenant_id)
-        if row is None:
-            raise NotFound(f"proposal {proposal_id} not found")
-        return proposal_out(row)
+        return proposal_out(require_proposal(db, proposal_id, tenant_id))
 
 
 @router.post("/v1/proposals/{proposal_id}/confirm", response_model=ProposalOut, responses=DECIDED)
 def confirm(proposal_id: uuid.UUID, rt: RuntimeDep, tenant_id: TenantDep) -> ProposalOut:
     """Confirm a pending proposal: it is handed to the configured executor, once. Confirming
     it again answers the same proposal and does nothing more."""
-    row, execute = decide(rt, tenant_id=tenant_id, proposal_id=proposal_id, status="confirmed")
+    row, execute = decide(
+        rt, tenant_id=tenant_id, proposal_id=proposal_id, status=ProposalStatus.CONFIRMED
+    )
     if execute:
         publish_execution(row.id)
     return proposal_out(row)
@@ -54,5 +51,7 @@ def confirm(proposal_id: uuid.UUID, rt: RuntimeDep, tenant_id: TenantDep) -> Pro
 @router.post("/v1/proposals/{proposal_id}/reject", response_model=ProposalOut, responses=DECIDED)
 def reject(proposal_id: uuid.UUID, rt: RuntimeDep, tenant_id: TenantDep) -> ProposalOut:
     """Reject a pending proposal; nothing is executed. Rejecting it again changes nothing."""
-    row, _ = decide(rt, tenant_id=tenant_id, proposal_id=proposal_id, status="rejected")
+    row, _ = decide(
+        rt, tenant_id=tenant_id, proposal_id=proposal_id, status=ProposalStatus.REJECTED
+    )
     return proposal_out(row)

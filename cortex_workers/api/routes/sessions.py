@@ -9,14 +9,13 @@ from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse
 
 from ...dispatch import publish
-from ...errors import InvalidRequest
-from ...store import repo
 from ...store.db import transaction
+from ...turns import sessions
 from ...turns.submit import submit_turn
 from ..deps import RuntimeDep, TenantDep
 from ..ratelimit import take_session, take_turn
 from ..schemas import MessagesPage, SessionCreate, SessionOut, TurnAccepted, TurnCreate
-from ..views import events_url, message_out, require_session, session_out
+from ..views import events_url, messages_page, require_session, session_out
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 MAX_SEQ = 2**31 - 1
@@ -28,46 +27,11 @@ MAX_SEQ = 2**31 - 1
     response_model=SessionOut,
     responses={429: {"description": "too many new sessions; see Retry-After"}},
 )
-def create_session(
-    body: SessionCreate, rt: RuntimeDep, tenant_id: TenantDep
-) -> SessionOut | JSONResponse:
+def create_session(body: SessionCreate, rt: RuntimeDep, tenant_id: TenantDep) -> SessionOut:
     """Create a conversation."""
-    refused = take_session(rt, tenant_id)
-    if refused is not None:
-        return refused
-    if body.provider is not None and body.provider not in rt.providers.names():
-        raise InvalidRequest(
-            f"unknown provider {body.provider!r}; see GET /v1/providers",
-            code="unknown_provider",
-            details={"providers": rt.providers.names()},
-        )
-    provider, model = rt.providers.resolve(body.provider, body.model)
-    reason = rt.providers.unavailable(provider)
-    if reason is not None:
-        raise InvalidRequest(
-            f"provider {provider!r} is unavailable: {reason}",
-            code="provider_unavailable",
-            details={"provider": provider, "model": model, "reason": reason},
-        )
-    if body.tools is not None:
-        unknown = sorted(set(body.tools) - set(rt.tools.names()))
-        if unknown:
-            raise InvalidRequest(
-                f"unknown tools: {', '.join(unknown)}; see GET /v1/tools",
-                code="unknown_tool",
-                details={"unknown": unknown},
-            )
+    take_session(rt, tenant_id)
+    session = sessions.create_session(rt, tenant_id, body.spec())
     with transaction(rt.db) as db:
-        session = repo.insert_session(
-            db,
-            tenant_id,
-            name=body.name,
-            system_prompt=body.system_prompt,
-            provider=body.provider,
-            model=body.model,
-            tools=body.tools,
-            metadata_=body.metadata,
-        )
         return session_out(rt, db, session)
 
 
@@ -90,10 +54,9 @@ def list_messages(
 ) -> MessagesPage:
     """The stored history, oldest first, paged by sequence number."""
     with transaction(rt.db) as db:
-        require_session(db, session_id, tenant_id)
-        rows = repo.list_messages(db, session_id, after=after, limit=limit + 1)
-    page = [message_out(m) for m in rows[:limit]]
-    return MessagesPage(messages=page, next_after=page[-1].seq if len(rows) > limit else None)
+        return messages_page(
+            db, require_session(db, session_id, tenant_id), after=after, limit=limit
+        )
 
 
 @router.post(
@@ -125,9 +88,7 @@ def post_turn(
 
     Each tenant may submit `tenant_turns_per_minute` turns in any minute (429 with
     `Retry-After` beyond it); replaying an Idempotency-Key already used is not counted."""
-    refused = take_turn(rt, tenant_id, idempotency_key)
-    if refused is not None:
-        return refused
+    take_turn(rt, tenant_id, idempotency_key)
     result = submit_turn(
         rt,
         tenant_id=tenant_id,

@@ -1,0 +1,78 @@
+"""Creating a session: its provider, model and tools checked against what this deployment has."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InvalidRequest
+from ..runtime import Runtime
+from ..store import repo
+from ..store.db import transaction
+from ..store.models import Session
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSpec:
+    """What a new session asks for; a None field takes the configured default."""
+
+    name: str | None = None
+    system_prompt: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    tools: list[str] | None = None
+    """Tool names the model may call; None means every registered tool."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Free-form; `metadata.script` drives the scripted provider."""
+
+
+def _check_provider(rt: Runtime, spec: SessionSpec) -> None:
+    """The provider is configured and usable now (its secret is set)."""
+    if spec.provider is not None and spec.provider not in rt.providers.names():
+        raise InvalidRequest(
+            f"unknown provider {spec.provider!r}; see GET /v1/providers",
+            code="unknown_provider",
+            details={"providers": rt.providers.names()},
+        )
+    provider, model = rt.providers.resolve(spec.provider, spec.model)
+    reason = rt.providers.unavailable(provider)
+    if reason is not None:
+        raise InvalidRequest(
+            f"provider {provider!r} is unavailable: {reason}",
+            code="provider_unavailable",
+            details={"provider": provider, "model": model, "reason": reason},
+        )
+
+
+def _check_tools(rt: Runtime, spec: SessionSpec) -> None:
+    """Every tool named is registered."""
+    if spec.tools is None:
+        return
+    unknown = sorted(set(spec.tools) - set(rt.tools.names()))
+    if unknown:
+        raise InvalidRequest(
+            f"unknown tools: {', '.join(unknown)}; see GET /v1/tools",
+            code="unknown_tool",
+            details={"unknown": unknown},
+        )
+
+
+def create_session(rt: Runtime, tenant_id: uuid.UUID, spec: SessionSpec) -> Session:
+    """Store a new session of `tenant_id`; `InvalidRequest` (422) for an unknown or unavailable
+    provider, or unknown tools. The row comes back fully loaded, usable after the commit."""
+    _check_provider(rt, spec)
+    _check_tools(rt, spec)
+    with transaction(rt.db) as db:
+        session = repo.insert_session(
+            db,
+            tenant_id,
+            name=spec.name,
+            system_prompt=spec.system_prompt,
+            provider=spec.provider,
+            model=spec.model,
+            tools=spec.tools,
+            metadata_=spec.metadata,
+        )
+        db.refresh(session)
+    return session
