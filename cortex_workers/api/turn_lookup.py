@@ -12,8 +12,9 @@ from fastapi.concurrency import run_in_threadpool
 from ..runtime import Runtime
 from ..store import repo
 from ..store.db import autocommit
+from ..vocabulary import TurnStatus
 
-TurnState = tuple[uuid.UUID, str]
+TurnState = tuple[uuid.UUID, TurnStatus]
 """(tenant_id, status)"""
 
 

@@ -11,6 +11,7 @@ from ..runtime import Runtime
 from ..store import proposals, repo, tool_calls
 from ..store import steps as step_store
 from ..store.models import Message, Proposal, Session, Turn
+from ..vocabulary import TurnStatus
 from .schemas import (
     ActiveTurn,
     MessageOut,
@@ -30,7 +31,7 @@ def events_url(turn_id: uuid.UUID) -> str:
 
 def session_out(rt: Runtime, db: Db, session: Session) -> SessionOut:
     active = repo.active_turns(db, session.id)
-    running = next((t for t in active if t.status == "running"), None)
+    running = next((t for t in active if t.status == TurnStatus.RUNNING), None)
     provider, model = rt.providers.resolve(session.provider, session.model)
     return SessionOut(
         id=session.id,
@@ -45,7 +46,7 @@ def session_out(rt: Runtime, db: Db, session: Session) -> SessionOut:
         active_turn=ActiveTurn(id=running.id, seq=running.seq, status=running.status)
         if running
         else None,
-        queued_turns=sum(1 for t in active if t.status == "queued"),
+        queued_turns=sum(1 for t in active if t.status == TurnStatus.QUEUED),
         usage=Usage(input_tokens=session.input_tokens, output_tokens=session.output_tokens),
         cost_usd=float(session.cost_usd),
         created_at=session.created_at,
