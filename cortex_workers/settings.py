@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -28,18 +29,43 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "cortex.toml"
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
+_DURATION_PART = re.compile(_NUMBER + r"(ms|s|m|h)")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
-def _substitute_env(value: Any) -> Any:
+def env_references(text: str) -> list[str]:
+    """The variable names `text` refers to as `${NAME}`, in order."""
+    return _ENV_REF.findall(text)
+
+
+def substitute_env(text: str, env: Mapping[str, str] = os.environ) -> str:
+    """`text` with each `${NAME}` replaced by `env[NAME]`, empty when it is unset."""
+    return _ENV_REF.sub(lambda m: env.get(m.group(1), ""), text)
+
+
+def _substitute_env_deep(value: Any) -> Any:
     if isinstance(value, str):
-        return _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), value)
+        return substitute_env(value)
     if isinstance(value, dict):
-        return {k: _substitute_env(v) for k, v in value.items()}
+        return {k: _substitute_env_deep(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_substitute_env(v) for v in value]
+        return [_substitute_env_deep(v) for v in value]
     return value
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in `"60s"`, `"2m"`, `"500ms"`, `"1h"`, `"1m30s"` or a bare number of seconds;
+    spaces are ignored. Raises ValueError naming the text when it is none of these."""
+    compact = "".join(text.split())
+    if re.fullmatch(_NUMBER, compact):
+        return float(compact)
+    parts = _DURATION_PART.findall(compact)
+    if not parts or "".join(number + unit for number, unit in parts) != compact:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 60s, 2m, 500ms)")
+    return sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)
 
 
 def config_path() -> Path | None:
@@ -62,7 +88,7 @@ class TomlSource(PydanticBaseSettingsSource):
             return {}
         if not path.exists():
             raise FileNotFoundError(f"CORTEX_CONFIG points at {path}, which does not exist")
-        data = _substitute_env(tomllib.loads(path.read_text()))
+        data = _substitute_env_deep(tomllib.loads(path.read_text()))
         values: dict[str, Any] = dict(data.get("cortex", {}))
         llm = data.get("llm", {})
         for key, field_name in LLM_TABLE_KEYS.items():
@@ -91,14 +117,8 @@ LLM_TABLE_KEYS = {
 
 
 def _duration(value: Any) -> Any:
-    """`"60s"`, `"2m"`, `"500ms"`, `"1h"` or a number of seconds."""
-    if isinstance(value, str):
-        match = re.fullmatch(r"\s*([0-9.]+)\s*(ms|s|m|h)?\s*", value)
-        if not match:
-            raise ValueError(f"not a duration: {value!r} (use e.g. 60s, 2m, 500ms)")
-        number, unit = float(match.group(1)), match.group(2) or "s"
-        return number * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
-    return value
+    """A duration string (`parse_duration`) or a number of seconds."""
+    return parse_duration(value) if isinstance(value, str) else value
 
 
 Duration = Annotated[float, BeforeValidator(_duration)]
