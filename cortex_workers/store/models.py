@@ -7,6 +7,7 @@ tool message per tool step, one tool call per (model step, provider call id).
 
 from __future__ import annotations
 
+import enum
 import uuid
 from datetime import datetime
 from decimal import Decimal
@@ -15,7 +16,9 @@ from typing import Any, cast
 from sqlalchemy import (
     BigInteger,
     Boolean,
+    CheckConstraint,
     DateTime,
+    Enum,
     ForeignKey,
     Index,
     Integer,
@@ -30,9 +33,47 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from ..vocabulary import (
+    DecisionKind,
+    ProposalStatus,
+    StepKind,
+    StepStatus,
+    ToolCallStatus,
+    ToolSeverity,
+    TurnStatus,
+)
+
+
+def _values(members: type[enum.Enum]) -> list[str]:
+    return [str(m.value) for m in members]
+
+
+LIFECYCLE_VALUE = Enum(
+    enum.Enum,
+    native_enum=False,
+    length=16,
+    values_callable=_values,
+    validate_strings=True,
+)
+"""How a column annotated with one of `vocabulary`'s enums is stored: as its value, in a
+VARCHAR(16) (no Postgres ENUM type), checked on the way in and read back as the member. The
+closed set is enforced by the table's CHECK constraint (`one_of`)."""
+
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSONB, list[Any]: JSONB, uuid.UUID: UUID(as_uuid=True)}
+    type_annotation_map = {
+        dict[str, Any]: JSONB,
+        list[Any]: JSONB,
+        uuid.UUID: UUID(as_uuid=True),
+        enum.Enum: LIFECYCLE_VALUE,
+    }
+
+
+def one_of(column: str, members: type[enum.Enum], *, table: str) -> CheckConstraint:
+    """`column IN (…every value of members…)`, named `ck_<table>_<column>` (migration 0004
+    creates the same constraints)."""
+    values = ", ".join(f"'{v}'" for v in _values(members))
+    return CheckConstraint(f"{column} IN ({values})", name=f"ck_{table}_{column}")
 
 
 def _pk() -> Mapped[uuid.UUID]:
@@ -101,12 +142,13 @@ class Turn(Base):
             postgresql_where=text("status = 'running'"),
         ),
         Index("ix_turns_queued", "session_id", "seq", postgresql_where=text("status = 'queued'")),
+        one_of("status", TurnStatus, table="turns"),
     )
     id: Mapped[uuid.UUID] = _pk()
     tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
     session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
     seq: Mapped[int] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(16), default="queued")
+    status: Mapped[TurnStatus] = mapped_column(default=TurnStatus.QUEUED)
     content: Mapped[str] = mapped_column(Text)
     idempotency_key: Mapped[str | None] = mapped_column(String(200))
     request_hash: Mapped[str | None] = mapped_column(String(64))
@@ -135,12 +177,14 @@ class Step(Base):
             "lease_until",
             postgresql_where=text("status IN ('pending', 'leased')"),
         ),
+        one_of("status", StepStatus, table="steps"),
+        one_of("kind", StepKind, table="steps"),
     )
     id: Mapped[uuid.UUID] = _pk()
     turn_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
     step_no: Mapped[int] = mapped_column(Integer)
-    kind: Mapped[str] = mapped_column(String(16))  # model | tool | summarize
-    status: Mapped[str] = mapped_column(String(16), default="pending")
+    kind: Mapped[StepKind]
+    status: Mapped[StepStatus] = mapped_column(default=StepStatus.PENDING)
     attempt: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     available_at: Mapped[datetime] = mapped_column(
@@ -192,18 +236,24 @@ class Message(Base):
 
 class ToolCallRow(Base):
     __tablename__ = "tool_calls"
-    __table_args__ = (UniqueConstraint("step_id", "call_id"),)
+    __table_args__ = (
+        UniqueConstraint("step_id", "call_id"),
+        one_of("status", ToolCallStatus, table="tool_calls"),
+        one_of("severity", ToolSeverity, table="tool_calls"),
+    )
     id: Mapped[uuid.UUID] = _pk()
     turn_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
     step_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("steps.id", ondelete="CASCADE"))
     call_id: Mapped[str] = mapped_column(String(200))
     name: Mapped[str] = mapped_column(String(200))
     arguments: Mapped[dict[str, Any]] = mapped_column(JSONB)
-    status: Mapped[str] = mapped_column(String(16), default="pending")
+    status: Mapped[ToolCallStatus] = mapped_column(default=ToolCallStatus.PENDING)
     result: Mapped[str | None] = mapped_column(Text)
     is_error: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
     truncated: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
-    severity: Mapped[str] = mapped_column(String(16), default="ok", server_default="ok")
+    severity: Mapped[ToolSeverity] = mapped_column(
+        default=ToolSeverity.OK, server_default=ToolSeverity.OK.value
+    )
     error_kind: Mapped[str | None] = mapped_column(String(32))
     latency_ms: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = _now()
@@ -214,12 +264,13 @@ class Decision(Base):
     """Append-only audit: one row per model call and per tool call."""
 
     __tablename__ = "decisions"
+    __table_args__ = (one_of("kind", DecisionKind, table="decisions"),)
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), index=True)
     session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
     turn_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     step_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
-    kind: Mapped[str] = mapped_column(String(16))  # model | tool
+    kind: Mapped[DecisionKind]
     name: Mapped[str] = mapped_column(String(200))
     attempt: Mapped[int] = mapped_column(Integer, default=1)
     input: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
@@ -235,6 +286,7 @@ class Proposal(Base):
     __tablename__ = "proposals"
     __table_args__ = (
         Index("ix_proposals_pending", "expires_at", postgresql_where=text("status = 'pending'")),
+        one_of("status", ProposalStatus, table="proposals"),
     )
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
     tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
@@ -251,7 +303,7 @@ class Proposal(Base):
     rationale: Mapped[str] = mapped_column(Text)
     blast_radius: Mapped[str | None] = mapped_column(String(200))
     reversible: Mapped[bool | None] = mapped_column(Boolean)
-    status: Mapped[str] = mapped_column(String(16), default="pending")
+    status: Mapped[ProposalStatus] = mapped_column(default=ProposalStatus.PENDING)
     created_at: Mapped[datetime] = _now()
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

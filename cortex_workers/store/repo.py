@@ -24,6 +24,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
+from ..vocabulary import TurnStatus
 from .models import (
     Message,
     Session,
@@ -40,7 +41,7 @@ _m, _ss, _tt, _st = messages_table.c, sessions_table.c, turns_table.c, steps_tab
 
 _INSERT_MESSAGE = insert(messages_table).on_conflict_do_nothing().returning(_m.seq)
 
-ACTIVE = ("queued", "running")
+ACTIVE = (TurnStatus.QUEUED, TurnStatus.RUNNING)
 
 _ACTIVE_TURNS = (
     select(_tt.id, _tt.seq, _tt.status)
@@ -49,7 +50,7 @@ _ACTIVE_TURNS = (
 )
 
 
-TERMINAL = ("done", "failed", "cancelled")
+TERMINAL = (TurnStatus.DONE, TurnStatus.FAILED, TurnStatus.CANCELLED)
 
 
 def now() -> datetime:
@@ -210,13 +211,13 @@ def turn_by_idempotency_key(db: Db, tenant_id: uuid.UUID, key: str) -> Turn | No
     ).scalar_one_or_none()
 
 
-def active_turns(db: Db, session_id: uuid.UUID) -> Sequence[Row[uuid.UUID, int, str]]:
+def active_turns(db: Db, session_id: uuid.UUID) -> Sequence[Row[uuid.UUID, int, TurnStatus]]:
     """`id`, `seq` and `status` of the session's running and queued turns, oldest first."""
     return db.execute(_ACTIVE_TURNS, {"b_session_id": session_id}).all()
 
 
 def start_turn(db: Db, turn: Turn, *, timeout_s: float) -> None:
-    turn.status = "running"
+    turn.status = TurnStatus.RUNNING
     turn.started_at = now()
     turn.deadline = turn.started_at + timedelta(seconds=timeout_s)
     db.flush()
@@ -226,8 +227,8 @@ def end_turn(
     db: Db,
     turn_id: uuid.UUID,
     *,
-    status: str,
-    from_statuses: Sequence[str] = ACTIVE,
+    status: TurnStatus,
+    from_statuses: Sequence[TurnStatus] = ACTIVE,
     answer: str | None = None,
     error: dict[str, Any] | None = None,
 ) -> Turn | None:
@@ -256,11 +257,11 @@ def add_turn_warnings(db: Db, turn_id: uuid.UUID, warnings: list[dict[str, Any]]
 
 def sessions_needing_promotion(db: Db, *, limit: int = 100) -> Sequence[uuid.UUID]:
     """Sessions with a queued turn and none running (a lost promotion)."""
-    running = select(Turn.session_id).where(Turn.status == "running")
+    running = select(Turn.session_id).where(Turn.status == TurnStatus.RUNNING)
     return (
         db.execute(
             select(Turn.session_id)
-            .where(Turn.status == "queued", Turn.session_id.not_in(running))
+            .where(Turn.status == TurnStatus.QUEUED, Turn.session_id.not_in(running))
             .distinct()
             .limit(limit)
         )
@@ -272,14 +273,16 @@ def sessions_needing_promotion(db: Db, *, limit: int = 100) -> Sequence[uuid.UUI
 def overdue_turns(db: Db, *, limit: int = 100) -> Sequence[uuid.UUID]:
     return (
         db.execute(
-            select(Turn.id).where(Turn.status == "running", Turn.deadline < func.now()).limit(limit)
+            select(Turn.id)
+            .where(Turn.status == TurnStatus.RUNNING, Turn.deadline < func.now())
+            .limit(limit)
         )
         .scalars()
         .all()
     )
 
 
-def turn_owner_and_status(db: Db, turn_id: uuid.UUID) -> tuple[uuid.UUID, str] | None:
+def turn_owner_and_status(db: Db, turn_id: uuid.UUID) -> tuple[uuid.UUID, TurnStatus] | None:
     """(tenant_id, status) of the turn, in one small query (the SSE endpoint's check)."""
     row = db.execute(select(Turn.tenant_id, Turn.status).where(Turn.id == turn_id)).first()
     return (row.tenant_id, row.status) if row else None

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
+from typing import Any, is_typeddict
 
 import psycopg
 from psycopg.rows import namedtuple_row
@@ -29,7 +30,10 @@ class _Untyped(UserDefinedType[Any]):
 def const(value: str | int | bool) -> Any:
     """A constant written into the statement rather than bound: the statement stays short
     enough (under 4096 characters and 50 parameters) for psycopg to cache its conversion.
-    Only for the code's own constants, never for a value that comes from a caller."""
+    Only for the code's own constants, never for a value that comes from a caller. A
+    vocabulary member is written as its value (`'pending'`)."""
+    if isinstance(value, Enum):
+        value = value.value
     text = f"'{value}'" if isinstance(value, str) else str(value).lower()
     return literal_column(text)
 
@@ -73,13 +77,20 @@ class Precompiled:
     µs of CPU each, as much again as psycopg spends (`exec_driver_sql` costs the same). A
     statement wrapped here must compile to the same text for any parameters: no `IN` lists
     that expand, no values rendered into the text at execution. It must return rows (a
-    `SELECT`, or `RETURNING`), whose columns need no result processing (none of this schema's
-    types has one under psycopg); they come back as named tuples."""
+    `SELECT`, or `RETURNING`); they come back as named tuples of what psycopg returns, without
+    SQLAlchemy's result processing: a vocabulary column is its value, a plain `str` (convert
+    where a typed value is built: `StepKind(row.kind)`).
 
-    __slots__ = ("_forms", "statement")
+    `params`, a TypedDict, is the statement's parameter set: compiling checks that the
+    statement binds every required key and nothing the TypedDict does not name."""
 
-    def __init__(self, statement: ClauseElement) -> None:
+    __slots__ = ("_forms", "params", "statement")
+
+    def __init__(self, statement: ClauseElement, *, params: type | None = None) -> None:
+        if params is not None and not is_typeddict(params):
+            raise TypeError("params: the statement's parameter set, a TypedDict")
         self.statement = statement
+        self.params = params
         self._forms: dict[str, _Form] = {}
 
     def all(self, db: Executor, params: Mapping[str, Any]) -> Sequence[Any]:
@@ -139,6 +150,7 @@ class Precompiled:
             if not callable(process):  # a tuple-typed parameter: one processor per element
                 raise TypeError(f"parameter {name!r}: tuple types are not supported")
             processors.append((name, process))
+        self._check_params(compiled)
         form = _Form(
             sql=compiled.string,
             defaults={
@@ -150,3 +162,15 @@ class Precompiled:
         )
         self._forms[dialect.name] = form
         return form
+
+    def _check_params(self, compiled: SQLCompiler) -> None:
+        if self.params is None:
+            return
+        bound = {name for bind, name in compiled.bind_names.items() if bind.required}
+        required: frozenset[str] = getattr(self.params, "__required_keys__", frozenset())
+        optional: frozenset[str] = getattr(self.params, "__optional_keys__", frozenset())
+        if not required <= bound <= required | optional:
+            raise TypeError(
+                f"{self.params.__name__} names {sorted(required | optional)}, the statement "
+                f"binds {sorted(bound)}: make them agree"
+            )

@@ -5,16 +5,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from ..errors import TerminalError
 from ..messages import Message, Role, ToolCall, ToolSpec
 from ..runtime import Runtime
-from ..store import steps as step_store
+from ..store import claims
+from ..store.claims import Claim, HistoryEntry, ModelStepView
 from ..store.db import Executor
-from ..store.models import Message as MessageRow
-from ..store.steps import Claim
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +45,48 @@ def as_data(tool: str, content: str) -> str:
     return f'<tool_output tool="{tool}">\n{body}\n</tool_output>'
 
 
-def to_message(row: MessageRow | Any) -> Message:
-    """A stored message (an ORM row, or a Core row with the same columns) as the model's."""
+class StoredMessage(Protocol):
+    """A message as stored: an ORM row, or an entry of a model step's history."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def tool_calls(self) -> list[Any] | None: ...
+    @property
+    def tool_call_id(self) -> str | None: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def is_error(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """A `HistoryEntry` read as a `StoredMessage`."""
+
+    role: str
+    content: str
+    tool_calls: list[Any] | None
+    tool_call_id: str | None
+    name: str | None
+    is_error: bool
+
+    @classmethod
+    def of(cls, entry: HistoryEntry) -> _Seen:
+        return cls(
+            entry["role"],
+            entry["content"],
+            entry["tool_calls"],
+            entry["tool_call_id"],
+            entry["name"],
+            entry["is_error"],
+        )
+
+
+def to_message(row: StoredMessage) -> Message:
+    """A stored message as the model's."""
     calls = tuple(
         ToolCall(c["id"], c["name"], c.get("arguments", {})) for c in row.tool_calls or ()
     )
@@ -94,13 +132,13 @@ def system_messages(system_prompt: str, summary: str, *, tools: bool = False) ->
 
 
 def load_model_context(
-    rt: Runtime, db: Executor, claim: Claim, view: Any | None = None
+    rt: Runtime, db: Executor, claim: Claim, view: ModelStepView | None = None
 ) -> ModelContext:
-    """`view`: the row `store.steps.claim_model_step` read with the claim (read here when
-    not given)."""
+    """`view`: what `store.claims.claim_model_step` read with the claim (read here when not
+    given)."""
     if view is None:
-        view = step_store.model_step_view(db, claim.step_id, window=rt.settings.history_window)
-    rows = [SimpleNamespace(**m) for m in view.history or ()]
+        view = claims.model_step_view(db, claim.step_id, window=rt.settings.history_window)
+    rows = [_Seen.of(m) for m in view.history]
     system_prompt = (
         view.system_prompt if view.system_prompt is not None else rt.settings.system_prompt
     )
@@ -124,7 +162,7 @@ def load_model_context(
     )
 
 
-def _tool_specs(rt: Runtime, names: list[Any] | None) -> list[ToolSpec]:
+def _tool_specs(rt: Runtime, names: list[str] | None) -> list[ToolSpec]:
     try:
         return rt.tools.specs(names)
     except ValueError as exc:

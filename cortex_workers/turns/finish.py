@@ -4,42 +4,77 @@ for or the end of the turn (and a summarize step when the history outgrew its wi
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TypedDict
 
-from ..messages import Completion
+from sqlalchemy.orm import Session as Db
+
+from ..messages import Completion, ToolCall
 from ..providers.registry import Route
 from ..runtime import Runtime
 from ..store import replies, repo, tool_calls
 from ..store import steps as step_store
 from ..store.db import autocommit_connection, transaction
 from ..store.steps import Claim
+from ..vocabulary import DecisionKind, StepKind, TurnStatus
 from .context import ModelContext
 from .lifecycle import Ended, announce, promote_next
 from .steps import NextStep, step_ref
 
 
-def model_call_audit(
-    claim: Claim, ctx: ModelContext, route: Route, **fields: Any
-) -> dict[str, Any]:
-    """The audit row of a provider call (every attempt counts: a retry costs tokens too)."""
-    return {
-        "tenant_id": ctx.tenant_id,
-        "session_id": ctx.session_id,
-        "turn_id": claim.turn_id,
-        "step_id": claim.step_id,
-        "kind": "model",
-        "name": f"{route.provider}:{route.model}",
-        "attempt": claim.attempt,
-        "is_error": False,
-        **fields,
-    }
+class ModelCallInput(TypedDict):
+    """What the audit row of a model call says was asked."""
+
+    messages: int
+    tools: list[str]
+
+
+class ModelCallOutput(TypedDict):
+    """What the audit row of a model call that answered says came back."""
+
+    text_chars: int
+    tool_calls: int
+    input_tokens: int
+    output_tokens: int
+
+
+class ModelCallFailure(TypedDict):
+    """What the audit row of a model call that failed says went wrong."""
+
+    error: str
+    code: str
 
 
 def record_model_call(
-    db: Any, claim: Claim, ctx: ModelContext, route: Route, **fields: Any
+    db: Db,
+    claim: Claim,
+    ctx: ModelContext,
+    route: Route,
+    *,
+    is_error: bool = False,
+    latency_ms: int | None = None,
+    input: ModelCallInput | None = None,
+    output: ModelCallOutput | ModelCallFailure | None = None,
 ) -> None:
-    """Store the audit row of a provider call."""
-    step_store.record_decision(db, **model_call_audit(claim, ctx, route, **fields))
+    """Store the audit row of a provider call (every attempt counts: a retry costs tokens
+    too)."""
+    step_store.record_decision(
+        db,
+        tenant_id=ctx.tenant_id,
+        session_id=ctx.session_id,
+        turn_id=claim.turn_id,
+        step_id=claim.step_id,
+        kind=DecisionKind.MODEL,
+        name=_call_name(route),
+        attempt=claim.attempt,
+        is_error=is_error,
+        latency_ms=latency_ms,
+        input=dict(input) if input is not None else None,
+        output=dict(output) if output is not None else None,
+    )
+
+
+def _call_name(route: Route) -> str:
+    return f"{route.provider}:{route.model}"
 
 
 def commit_completion(
@@ -67,7 +102,7 @@ def commit_completion(
             return []
         if stored.turn is not None:
             announce(rt, _ended(stored))
-            return step_ref(stored.summarize_step_id, "summarize")
+            return step_ref(stored.summarize_step_id, StepKind.SUMMARIZE)
     publish: list[NextStep] = []
     with transaction(rt.db) as db:
         stored = replies.store_reply(db, reply)
@@ -87,7 +122,7 @@ def commit_completion(
         else:
             if stored.session.last_turn_seq > stored.turn.seq:  # a later turn may be waiting
                 publish = promote_next(rt, db, ctx.session_id)
-            publish += step_ref(stored.summarize_step_id, "summarize")
+            publish += step_ref(stored.summarize_step_id, StepKind.SUMMARIZE)
     if reply.end is not None:
         announce(rt, _ended(stored))
     return publish
@@ -106,50 +141,7 @@ def _reply(
     price = rt.providers.price(route.provider, route.model)
     cost = 0.0 if depth_exceeded else price.cost(completion.input_tokens, completion.output_tokens)
     calls = [] if depth_exceeded else completion.tool_calls
-    end: str | None = None
-    error: dict[str, Any] | None = None
-    if depth_exceeded:
-        end = "failed"
-        error = {
-            "code": "depth_exceeded",
-            "message": f"stopped after {rt.settings.max_depth} model steps",
-        }
-    elif not calls:
-        end = "done"
-    usage = {
-        "provider": route.provider,
-        "model": route.model,
-        "fallback_from": route.fallback_from,
-        "input_tokens": completion.input_tokens,
-        "output_tokens": completion.output_tokens,
-        "cache_read_tokens": completion.cache_read_tokens,
-        "cache_write_tokens": completion.cache_write_tokens,
-        "cost_usd": cost,
-        "latency_ms": latency_ms,
-    }
-    message = {  # the session, turn, step and seq are the statement's own
-        "id": uuid.uuid4(),
-        "content": repo.storable_text(completion.text),
-        "tool_calls": repo.storable_json(
-            [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
-        )
-        or None,
-    }
-    audit = None
-    if not depth_exceeded:
-        audit = model_call_audit(
-            claim,
-            ctx,
-            route,
-            latency_ms=latency_ms,
-            input={"messages": len(ctx.messages), "tools": [t.name for t in ctx.tools]},
-            output={
-                "text_chars": len(completion.text),
-                "tool_calls": len(calls),
-                "input_tokens": completion.input_tokens,
-                "output_tokens": completion.output_tokens,
-            },
-        )
+    end, error = _end(rt, depth_exceeded=depth_exceeded, asks_for_tools=bool(calls))
     return replies.Reply(
         session_id=ctx.session_id,
         turn_id=claim.turn_id,
@@ -159,13 +151,69 @@ def _reply(
         output_tokens=completion.output_tokens,
         cost=cost,
         model_steps=0 if depth_exceeded else 1,
-        usage=usage,
-        message=message,
-        audit=audit,
+        usage=_usage(route, completion, cost=cost, latency_ms=latency_ms),
+        message=_answer(completion, calls),
+        audit=None if depth_exceeded else _audit(ctx, route, completion, calls),
         end=end,
         answer=repo.storable_text(completion.text) if end else None,
         error=error,
-        summarize_window=rt.settings.history_window if end == "done" else None,
+        summarize_window=rt.settings.history_window if end == TurnStatus.DONE else None,
+    )
+
+
+def _end(
+    rt: Runtime, *, depth_exceeded: bool, asks_for_tools: bool
+) -> tuple[TurnStatus | None, replies.ErrorDoc | None]:
+    """How the reply ends the turn, if it does: failed past the depth cap, done when it asks
+    for no tool."""
+    if depth_exceeded:
+        message = f"stopped after {rt.settings.max_depth} model steps"
+        return TurnStatus.FAILED, replies.ErrorDoc(code="depth_exceeded", message=message)
+    return (None, None) if asks_for_tools else (TurnStatus.DONE, None)
+
+
+def _usage(route: Route, completion: Completion, *, cost: float, latency_ms: int) -> replies.Usage:
+    return replies.Usage(
+        provider=route.provider,
+        model=route.model,
+        fallback_from=route.fallback_from,
+        input_tokens=completion.input_tokens,
+        output_tokens=completion.output_tokens,
+        cache_read_tokens=completion.cache_read_tokens,
+        cache_write_tokens=completion.cache_write_tokens,
+        cost_usd=cost,
+        latency_ms=latency_ms,
+    )
+
+
+def _answer(completion: Completion, calls: list[ToolCall]) -> replies.Answer:
+    """The assistant message (the session, turn, step and seq are the statement's own)."""
+    docs = [
+        replies.ToolCallDoc(
+            id=repo.storable_text(c.id),
+            name=repo.storable_text(c.name),
+            arguments=repo.storable_json(c.arguments),
+        )
+        for c in calls
+    ]
+    return replies.Answer(
+        id=uuid.uuid4(), content=repo.storable_text(completion.text), tool_calls=docs or None
+    )
+
+
+def _audit(
+    ctx: ModelContext, route: Route, completion: Completion, calls: list[ToolCall]
+) -> replies.ModelCallAudit:
+    """The audit row of the call that answered (the statement adds its ids and latency)."""
+    asked = ModelCallInput(messages=len(ctx.messages), tools=[t.name for t in ctx.tools])
+    answered = ModelCallOutput(
+        text_chars=len(completion.text),
+        tool_calls=len(calls),
+        input_tokens=completion.input_tokens,
+        output_tokens=completion.output_tokens,
+    )
+    return replies.ModelCallAudit(
+        tenant_id=ctx.tenant_id, name=_call_name(route), input=dict(asked), output=dict(answered)
     )
 
 
@@ -183,7 +231,7 @@ def _ended(stored: replies.Stored) -> Ended:
     )
 
 
-def _create_tool_steps(db: Any, claim: Claim, calls: list[Any]) -> list[NextStep]:
+def _create_tool_steps(db: Db, claim: Claim, calls: list[ToolCall]) -> list[NextStep]:
     publish: list[NextStep] = []
     for i, call in enumerate(calls):
         tool_call_id = tool_calls.insert_tool_call(
@@ -199,10 +247,10 @@ def _create_tool_steps(db: Any, claim: Claim, calls: list[Any]) -> list[NextStep
                 db,
                 turn_id=claim.turn_id,
                 step_no=claim.step_no + 1 + i,
-                kind="tool",
+                kind=StepKind.TOOL,
                 parent_step_id=claim.step_id,
                 tool_call_id=tool_call_id,
             ),
-            "tool",
+            StepKind.TOOL,
         )
     return publish

@@ -16,6 +16,7 @@ from ..store import proposals as proposal_store
 from ..store import repo
 from ..store import steps as step_store
 from ..store.db import transaction
+from ..vocabulary import StepKind, StepStatus, TurnStatus
 from .lifecycle import Ended, announce, fail_turn, promote_next
 from .proposals import expire_due as expire_proposals
 from .steps import NextStep
@@ -37,6 +38,17 @@ class Sweep:
     @property
     def publish(self) -> list[NextStep]:
         return self.republished + self.promoted
+
+    @property
+    def acted(self) -> bool:
+        """Whether the pass changed or re-sent anything."""
+        return bool(
+            self.republished
+            or self.failed
+            or self.promoted
+            or self.expired_proposals
+            or self.executions
+        )
 
 
 def reconcile() -> Sweep:
@@ -60,14 +72,23 @@ def reconcile() -> Sweep:
         with transaction(rt.db) as db:
             if repo.get_session(db, session_id, lock=True) is not None:
                 sweep.promoted += promote_next(rt, db, session_id)
-    if sweep.republished or sweep.failed or sweep.promoted:
-        log.info(
-            "reconcile: republished %d, failed %d, promoted %d",
-            len(sweep.republished),
-            len(sweep.failed),
-            len(sweep.promoted),
-        )
+    _log(sweep)
     return sweep
+
+
+def _log(sweep: Sweep) -> None:
+    """One line per pass: at INFO when the pass did something, else at DEBUG (a pass runs
+    every few seconds, and mostly finds nothing)."""
+    log.log(
+        logging.INFO if sweep.acted else logging.DEBUG,
+        "reconcile: republished %d, failed %d, promoted %d, expired %d proposals, "
+        "re-sent %d executions",
+        len(sweep.republished),
+        len(sweep.failed),
+        len(sweep.promoted),
+        sweep.expired_proposals,
+        len(sweep.executions),
+    )
 
 
 def _record(rt: Runtime, sweep: Sweep, ended: Ended | None, publish: list[NextStep]) -> None:
@@ -82,14 +103,16 @@ def _sweep_steps(rt: Runtime, sweep: Sweep) -> None:
     with transaction(rt.db) as db:
         for step in step_store.stale_steps(db, republish_after_s=rt.settings.republish_after_s):
             turn = repo.get_turn(db, step.turn_id)
-            if step.kind != "summarize" and (turn is None or turn.status != "running"):
-                step.status = "cancelled"
+            if step.kind != StepKind.SUMMARIZE and (
+                turn is None or turn.status != TurnStatus.RUNNING
+            ):
+                step.status = StepStatus.CANCELLED
                 continue
-            if step.status == "leased" and step.attempt >= rt.settings.max_attempts:
+            if step.status == StepStatus.LEASED and step.attempt >= rt.settings.max_attempts:
                 exhausted.append((step.turn_id, step.id, step.attempt))
                 continue
             step_store.mark_republished(db, step)
-            sweep.republished.append(NextStep(step.id, step.kind))  # type: ignore[arg-type]
+            sweep.republished.append(NextStep(step.id, step.kind))
     for turn_id, step_id, attempts in exhausted:
         ended, publish = fail_turn(
             rt,

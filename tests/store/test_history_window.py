@@ -14,8 +14,7 @@ from sqlalchemy.orm import Session as Db
 from sqlalchemy.orm import sessionmaker
 from support import Stack
 
-from cortex_workers.store import new_turns, repo, tenants
-from cortex_workers.store import steps as step_store
+from cortex_workers.store import claims, new_turns, repo, tenants
 from cortex_workers.store.db import autocommit, make_engine, make_sessionmaker, transaction
 from cortex_workers.store.models import Session
 
@@ -54,7 +53,7 @@ def _seen(
             update(Session).where(Session.id == session.id).values(summary_upto_seq=summary_upto)
         )
     with autocommit(factory) as db:
-        claimed = step_store.claim_model_step(db, new.first_step_id, lease_s=30, window=window)
+        claimed = claims.claim_model_step(db, new.first_step_id, lease_s=30, window=window)
     assert claimed is not None
     return [m["content"] for m in claimed[1].history]
 
@@ -81,7 +80,7 @@ def test_the_view_without_a_claim_reads_the_same(factory: sessionmaker[Db]) -> N
             db, tenant_id=tenant.id, session_id=session.id, start_timeout_s=60, content="u"
         )
     with transaction(factory) as db:
-        view = step_store.model_step_view(db, new.first_step_id, window=1)
+        view = claims.model_step_view(db, new.first_step_id, window=1)
     assert [m["content"] for m in view.history] == ["u"]
     assert view.history[0] == {
         "role": "user",
@@ -113,10 +112,12 @@ def test_the_claim_reads_its_own_session_not_every_turn(factory: sessionmaker[Db
         new = new_turns.insert_turn(
             db, tenant_id=tenant.id, session_id=session.id, start_timeout_s=60, content="u"
         )
-    params = {"b_step_id": new.first_step_id, "b_lease": timedelta(seconds=30), "b_window": 8}
+    params = claims.ClaimWithViewParams(
+        step_id=new.first_step_id, lease=timedelta(seconds=30), window=8
+    )
     with transaction(factory) as db:  # EXPLAIN ANALYZE runs the claim: rolled back after
         conn = db.connection()
-        form = step_store._CLAIM_WITH_VIEW._compile(conn.dialect)
+        form = claims._CLAIM_WITH_VIEW._compile(conn.dialect)
         raw = conn.connection.dbapi_connection
         assert raw is not None
         explained = raw.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + form.sql, form.bind(params))

@@ -43,8 +43,8 @@ def engine(stack: Stack) -> Iterator[Engine]:
 
 
 def test_the_store_has_precompiled_statements() -> None:
-    assert any(name.startswith("replies.") for name in PRECOMPILED)
-    assert any(name.startswith("steps._CLAIM_WITH_VIEW") for name in PRECOMPILED)
+    assert any(name.startswith("reply_statement.") for name in PRECOMPILED)
+    assert any(name.startswith("claims._CLAIM_WITH_VIEW") for name in PRECOMPILED)
 
 
 @pytest.mark.parametrize("name", sorted(PRECOMPILED))

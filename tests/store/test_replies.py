@@ -15,11 +15,12 @@ from sqlalchemy.orm import Session as Db
 from sqlalchemy.orm import sessionmaker
 from support import Stack
 
-from cortex_workers.store import new_turns, replies, repo, tenants
+from cortex_workers.store import new_turns, replies, reply_statement, repo, tenants
 from cortex_workers.store import steps as step_store
 from cortex_workers.store.db import autocommit, make_engine, make_sessionmaker, transaction
 from cortex_workers.store.models import Decision, Message, Session, Step, Turn
 from cortex_workers.store.replies import Reply, store_reply
+from cortex_workers.vocabulary import StepKind, TurnStatus
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,7 @@ def _running_turn(factory: sessionmaker[Db], *, extra_steps: int = 0) -> Running
             db, tenant_id=tenant.id, session_id=session.id, start_timeout_s=60, content="hi"
         )
         for i in range(extra_steps):
-            step_store.insert_step(db, turn_id=new.id, step_no=2 + i, kind="model")
+            step_store.insert_step(db, turn_id=new.id, step_no=2 + i, kind=StepKind.MODEL)
     with transaction(factory) as db:
         claimed = step_store.claim_model_step(db, new.first_step_id, lease_s=30, window=20)
     assert claimed is not None
@@ -64,35 +65,22 @@ def _reply(r: Running, **kw: Any) -> Reply:
         "output_tokens": 3,
         "cost": 0.5,
         "model_steps": 1,
-        "usage": {
-            "provider": "scripted",
-            "model": "m",
-            "input_tokens": 7,
-            "output_tokens": 3,
-            "cache_read_tokens": 0,
-            "cache_write_tokens": 0,
-            "cost_usd": 0.5,
-            "latency_ms": 12,
-        },
-        "message": {
-            "id": uuid.uuid4(),
-            "session_id": r.session_id,
-            "role": "assistant",
-            "content": "the answer",
-            "turn_id": r.turn_id,
-            "step_id": r.step_id,
-        },
-        "audit": {
-            "tenant_id": uuid.uuid4(),
-            "session_id": r.session_id,
-            "turn_id": r.turn_id,
-            "step_id": r.step_id,
-            "kind": "model",
-            "name": "scripted:m",
-            "attempt": r.attempt,
-            "is_error": False,
-        },
-        "end": "done",
+        "usage": replies.Usage(
+            provider="scripted",
+            model="m",
+            fallback_from=None,
+            input_tokens=7,
+            output_tokens=3,
+            cache_read_tokens=0,
+            cache_write_tokens=0,
+            cost_usd=0.5,
+            latency_ms=12,
+        ),
+        "message": replies.Answer(id=uuid.uuid4(), content="the answer", tool_calls=None),
+        "audit": replies.ModelCallAudit(
+            tenant_id=uuid.uuid4(), name="scripted:m", input={"messages": 1}, output={}
+        ),
+        "end": TurnStatus.DONE,
         "answer": "the answer",
         "summarize_window": 20,
     }
@@ -154,7 +142,7 @@ def test_a_refused_reply_stores_nothing(factory: sessionmaker[Db]) -> None:
         assert not store_reply(db, _reply(replace(r, attempt=r.attempt + 1)), gated=True).owned
     assert _state(factory, r) == before
     with transaction(factory) as db:  # the turn was cancelled meanwhile
-        repo.end_turn(db, r.turn_id, status="cancelled")
+        repo.end_turn(db, r.turn_id, status=TurnStatus.CANCELLED)
     cancelled = _state(factory, r)
     with autocommit(factory) as db:
         assert not store_reply(db, _reply(r), gated=True).owned
@@ -217,12 +205,12 @@ def test_a_reply_asking_for_tools_leaves_the_turn_running(factory: sessionmaker[
     assert state["messages"][-1] == (2, "assistant", "the answer")
 
 
-@pytest.mark.parametrize("key", sorted(replies._STATEMENTS), ids=str)
+@pytest.mark.parametrize("key", sorted(reply_statement.STATEMENTS), ids=str)
 def test_every_variant_is_small_enough_for_psycopg_to_cache_its_conversion(
     key: tuple[bool, bool, bool],
 ) -> None:
     """Over psycopg's limits, every execution re-parses the statement's text (about 0.2 ms
     of CPU for this one): each variant stays under them, as the driver will see it."""
-    compiled = replies._STATEMENTS[key].statement.compile(dialect=psycopg_dialect())
+    compiled = reply_statement.STATEMENTS[key].statement.compile(dialect=psycopg_dialect())
     assert len(str(compiled).encode()) <= MAX_CACHED_STATEMENT_LENGTH
     assert len(compiled.binds) <= MAX_CACHED_STATEMENT_PARAMS

@@ -17,6 +17,7 @@ from cortex_workers.store import new_turns, repo, tenants, tool_calls, tool_resu
 from cortex_workers.store import steps as step_store
 from cortex_workers.store.db import autocommit, make_engine, make_sessionmaker, transaction
 from cortex_workers.store.models import Decision, Message, Step, ToolCallRow
+from cortex_workers.vocabulary import StepKind
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,7 @@ def _batch_of_two(factory: sessionmaker[Db]) -> tuple[Any, list[tuple[Any, Any]]
                     db,
                     turn_id=new.id,
                     step_no=2 + i,
-                    kind="tool",
+                    kind=StepKind.TOOL,
                     parent_step_id=new.first_step_id,
                     tool_call_id=call,
                 )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 
+import pytest
 from sqlalchemy import update
 from support import Api, stored_text, text_of, wait_until
 
@@ -85,3 +87,17 @@ def test_the_reconciler_keeps_running_after_redis_loses_all_its_data(client: Api
     )  # committed, never published: only beat can save it
     turn = client.wait_turn(str(accepted.turn.id), timeout=60)
     assert turn["status"] == "done" and turn["answer"] == "still here"
+
+
+def test_a_pass_that_found_nothing_logs_at_debug_and_one_that_acted_at_info(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Beat runs a pass every few seconds: the console shows only the passes that did
+    something."""
+    from cortex_workers.turns import reconcile
+
+    with caplog.at_level(logging.DEBUG, logger=reconcile.log.name):
+        reconcile._log(reconcile.Sweep())
+        reconcile._log(reconcile.Sweep(expired_proposals=2))
+    assert [r.levelno for r in caplog.records] == [logging.DEBUG, logging.INFO]
+    assert "expired 2 proposals" in caplog.records[1].getMessage()

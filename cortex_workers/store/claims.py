@@ -1,0 +1,322 @@
+"""Claiming a step: a lease fenced by attempt, taken in one statement, with what the step reads
+to run (a model step's context, a tool step's call) in the same round trip.
+
+The statements are built once: a statement object that is reused is not rebuilt on each call
+and keeps its cache key, which SQLAlchemy otherwise computes per call. See
+`docs/architecture.md` (the claim) and `docs/benchmarks.md` (why one round trip).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, TypedDict
+
+from sqlalchemy import Integer, Interval, and_, bindparam, func, literal_column, or_, select, update
+from sqlalchemy.dialects.postgresql import aggregate_order_by
+
+from ..vocabulary import StepKind, StepStatus, TurnStatus
+from .db import Executor
+from .models import messages_table, sessions_table, steps_table, tool_calls_table, turns_table
+from .sql import Precompiled, const
+
+_s, _t = steps_table.c, turns_table.c
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A step this worker now holds: `attempt` fences every later write."""
+
+    step_id: uuid.UUID
+    turn_id: uuid.UUID
+    step_no: int
+    kind: StepKind
+    attempt: int
+    parent_step_id: uuid.UUID | None
+    call_index: int | None
+    tool_call_id: uuid.UUID | None
+
+    @classmethod
+    def of(cls, row: Any) -> Claim:
+        """From a row with the step's columns (`_CLAIMED`)."""
+        return cls(
+            step_id=row.id,
+            turn_id=row.turn_id,
+            step_no=row.step_no,
+            kind=StepKind(row.kind),
+            attempt=row.attempt,
+            parent_step_id=row.parent_step_id,
+            call_index=row.call_index,
+            tool_call_id=row.tool_call_id,
+        )
+
+
+class HistoryEntry(TypedDict):
+    """One message of a model step's history, as the view reads it (`_HISTORY_COLUMNS`)."""
+
+    role: str
+    content: str
+    tool_calls: list[dict[str, Any]] | None
+    """As the assistant message stored them: `{"id", "name", "arguments"}` each."""
+    tool_call_id: str | None
+    name: str | None
+    is_error: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStepView:
+    """What a model step reads about its turn and session with its claim."""
+
+    session_id: uuid.UUID
+    tenant_id: uuid.UUID
+    model_steps: int
+    """The turn's model steps stored so far."""
+    system_prompt: str | None
+    provider: str | None
+    model: str | None
+    tools: list[Any] | None
+    session_metadata: dict[str, Any] | None
+    summary: str
+    summary_upto_seq: int
+    last_message_seq: int
+    user_seq: int | None
+    """The seq of the turn's user message."""
+    parent_step_no: int | None
+    history: list[HistoryEntry]
+    """The messages the model sees, oldest first: the last `window` after the summary, and
+    always the whole turn."""
+
+    @classmethod
+    def of(cls, row: Any) -> ModelStepView:
+        return cls(
+            session_id=row.session_id,
+            tenant_id=row.tenant_id,
+            model_steps=row.model_steps,
+            system_prompt=row.system_prompt,
+            provider=row.provider,
+            model=row.model,
+            tools=row.tools,
+            session_metadata=row.session_metadata,
+            summary=row.summary,
+            summary_upto_seq=row.summary_upto_seq,
+            last_message_seq=row.last_message_seq,
+            user_seq=row.user_seq,
+            parent_step_no=row.parent_step_no,
+            history=row.history or [],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStepView:
+    """What a tool step reads about its call and session with its claim."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    session_id: uuid.UUID
+    session_name: str | None
+    tenant_id: uuid.UUID
+    allowed: list[str] | None
+    """The session's tools."""
+    parent_no: int
+    """The step_no of the model step that asked for the call."""
+
+    @classmethod
+    def of(cls, row: Any) -> ToolStepView:
+        return cls(
+            call_id=row.call_id,
+            name=row.name,
+            arguments=row.arguments,
+            session_id=row.session_id,
+            session_name=row.session_name,
+            tenant_id=row.tenant_id,
+            allowed=row.allowed,
+            parent_no=row.parent_no,
+        )
+
+
+class ClaimParams(TypedDict):
+    """The parameters of a claim (`_claim`)."""
+
+    step_id: uuid.UUID
+    lease: timedelta
+
+
+class ClaimWithViewParams(ClaimParams):
+    window: int
+    """How many messages of history, at most, before the turn's own."""
+
+
+class ViewParams(TypedDict):
+    step_id: uuid.UUID
+    window: int
+
+
+# a step's columns a `Claim` holds
+_CLAIMED = (
+    _s.id,
+    _s.turn_id,
+    _s.step_no,
+    _s.kind,
+    _s.attempt,
+    _s.parent_step_id,
+    _s.call_index,
+    _s.tool_call_id,
+)
+
+
+def _claim() -> Any:
+    """`UPDATE steps … RETURNING`: lease a pending (or lease-expired) step of a running turn.
+
+    The step's turn is joined by its key (`UPDATE … FROM turns`): a correlated `EXISTS` under
+    the `OR` may be planned as a hash of every running turn, a cost that grows with the load."""
+    return (
+        update(steps_table)
+        .where(
+            _s.id == bindparam("step_id"),
+            _t.id == _s.turn_id,
+            or_(
+                _s.status == const(StepStatus.PENDING),
+                and_(_s.status == const(StepStatus.LEASED), _s.lease_until < func.now()),
+            ),
+            _s.available_at <= func.now() + literal_column("interval '1 second'"),
+            or_(_s.kind == const(StepKind.SUMMARIZE), _t.status == const(TurnStatus.RUNNING)),
+        )
+        .values(
+            status=const(StepStatus.LEASED),
+            attempt=_s.attempt + const(1),
+            lease_until=func.now() + bindparam("lease", type_=Interval()),
+        )
+        .returning(*_CLAIMED)
+    )
+
+
+_HISTORY_COLUMNS = ("role", "content", "tool_calls", "tool_call_id", "name", "is_error")
+
+
+def _history(step: Any) -> Any:
+    """The messages a model step sees, as a JSON array oldest first: the last `window`
+    messages after the summary, and always the whole turn; and the seq of the turn's user
+    message."""
+    c, ss, m = step.c, sessions_table.c, messages_table.c
+    seen = messages_table.alias("seen")
+    # correlated by hand: auto-correlation reaches only the enclosing SELECT, so inside
+    # `history` the step would be a FROM of its own, and the subquery a scan of every turn's
+    # user message
+    user_seq = (
+        select(m.seq)
+        .where(m.turn_id == c.turn_id, m.role == const("user"))
+        .correlate_except(messages_table)
+        .scalar_subquery()
+    )
+    start = func.least(
+        func.coalesce(user_seq, ss.last_message_seq),
+        func.greatest(
+            ss.summary_upto_seq + const(1),
+            ss.last_message_seq - bindparam("window", type_=Integer) + const(1),
+        ),
+    )
+    row = func.json_build_object(*(x for k in _HISTORY_COLUMNS for x in (const(k), seen.c[k])))
+    history = (
+        select(func.json_agg(aggregate_order_by(row, seen.c.seq)))
+        .where(seen.c.session_id == ss.id, seen.c.seq >= start)
+        .scalar_subquery()
+    )
+    return history, user_seq
+
+
+def _with_view(step: Any) -> Any:
+    """`step`'s columns, and what a model step reads about its turn and session: the columns
+    of `ModelStepView`."""
+    c, ss = step.c, sessions_table.c
+    parent = steps_table.alias("parent")
+    history, user_seq = _history(step)
+    return select(
+        *c,
+        _t.model_steps,
+        ss.id.label("session_id"),
+        ss.tenant_id,
+        ss.system_prompt,
+        ss.provider,
+        ss.model,
+        ss.tools,
+        ss["metadata"].label("session_metadata"),
+        ss.summary,
+        ss.summary_upto_seq,
+        ss.last_message_seq,
+        user_seq.label("user_seq"),
+        select(parent.c.step_no)
+        .where(parent.c.id == c.parent_step_id)
+        .scalar_subquery()
+        .label("parent_step_no"),
+        history.label("history"),
+    ).select_from(
+        step.join(turns_table, _t.id == c.turn_id).join(sessions_table, ss.id == _t.session_id)
+    )
+
+
+def _with_call() -> Any:
+    """The tool-step claim, with the columns of `ToolStepView`."""
+    claimed = _claim().cte("claimed")
+    c, tc, ss = claimed.c, tool_calls_table.c, sessions_table.c
+    parent = steps_table.alias("parent")
+    return select(
+        *c,
+        tc.call_id,
+        tc.name,
+        tc.arguments,
+        ss.id.label("session_id"),
+        ss.name.label("session_name"),
+        ss.tenant_id,
+        ss.tools.label("allowed"),
+        parent.c.step_no.label("parent_no"),
+    ).select_from(
+        claimed.join(tool_calls_table, tc.id == c.tool_call_id)
+        .join(parent, parent.c.id == c.parent_step_id)
+        .join(turns_table, _t.id == c.turn_id)
+        .join(sessions_table, ss.id == _t.session_id)
+    )
+
+
+_CLAIM_ALONE = Precompiled(_claim(), params=ClaimParams)
+# the claim (an UPDATE … RETURNING as a CTE) and the view, in one round trip
+_CLAIM_WITH_VIEW = Precompiled(_with_view(_claim().cte("claimed")), params=ClaimWithViewParams)
+_STEP_VIEW = Precompiled(
+    _with_view(select(*_CLAIMED).where(_s.id == bindparam("step_id")).subquery("step")),
+    params=ViewParams,
+)
+_CLAIM_WITH_CALL = Precompiled(_with_call(), params=ClaimParams)
+
+
+def claim_step(db: Executor, step_id: uuid.UUID, *, lease_s: float) -> Claim | None:
+    """Lease a pending (or lease-expired) step of a live turn; None means someone else has it."""
+    params = ClaimParams(step_id=step_id, lease=timedelta(seconds=lease_s))
+    row = _CLAIM_ALONE.first(db, params)
+    return None if row is None else Claim.of(row)
+
+
+def claim_model_step(
+    db: Executor, step_id: uuid.UUID, *, lease_s: float, window: int
+) -> tuple[Claim, ModelStepView] | None:
+    """`claim_step`, with what a model step reads about its turn and session and the last
+    `window` messages of its history, in one round trip; None means someone else has it."""
+    params = ClaimWithViewParams(step_id=step_id, lease=timedelta(seconds=lease_s), window=window)
+    row = _CLAIM_WITH_VIEW.first(db, params)
+    return None if row is None else (Claim.of(row), ModelStepView.of(row))
+
+
+def claim_tool_step(
+    db: Executor, step_id: uuid.UUID, *, lease_s: float
+) -> tuple[Claim, ToolStepView] | None:
+    """`claim_step` for a tool step, with its call and session, in one round trip; None
+    means someone else has it."""
+    params = ClaimParams(step_id=step_id, lease=timedelta(seconds=lease_s))
+    row = _CLAIM_WITH_CALL.first(db, params)
+    return None if row is None else (Claim.of(row), ToolStepView.of(row))
+
+
+def model_step_view(db: Executor, step_id: uuid.UUID, *, window: int) -> ModelStepView:
+    """What `claim_model_step` reads with a claim, for a step as it is (to inspect the
+    context a step saw, without claiming it)."""
+    return ModelStepView.of(_STEP_VIEW.one(db, ViewParams(step_id=step_id, window=window)))
