@@ -113,7 +113,7 @@ LLM_TABLE_KEYS = {
     "cooldown": "llm_cooldown_s",
     "rate_limit_max_wait": "llm_rate_wait_max_s",
 }
-"""`[llm]` keys of the config file (RFC 005 §5) and the settings fields they fill."""
+"""`[llm]` keys of the config file (docs/configuration.md) and the settings fields they fill."""
 
 
 def _duration(value: Any) -> Any:

@@ -1,4 +1,4 @@
-"""SSRF guard for plugin HTTP calls (RFC 005 §6.5).
+"""SSRF guard for plugin HTTP calls (docs/tools.md, "Plugin manifests").
 
 `guarded_request` resolves the target host once, refuses the call if ANY resolved
 address is blocked (before a single connection is made), then connects to a checked

@@ -10,12 +10,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from ..errors import ToolError
-
-Severity = Literal["ok", "info", "warning", "error"]
-"""How a UI colours a tool result: none, gray, yellow, red (RFC 005 §6.4)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
-"""The tool router (RFC 005 §6.3): resolve, authorize, validate, run with a deadline, cap, sign.
+"""The tool router (docs/tools.md): resolve, authorize, validate, run with a deadline, cap, sign.
 
-Every failure comes back as a result the model reads, classified as in RFC 005 §6.4:
+Every failure comes back as a result the model reads, classified as in docs/tools.md (the
+severity tells a UI how to colour it: none, gray, yellow, red):
 
 | failure                                 | is_error | content                      | severity |
 | --------------------------------------- | -------- | ---------------------------- | -------- |
@@ -28,19 +29,25 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from ..errors import ToolError
+from ..vocabulary import ToolSeverity
 from .capping import cap_result
 from .cursors import CursorError, open_cursor, seal_cursor
 from .http_guard import BlockedAddress, ResponseTooLarge
 from .registry import Tool, ToolRegistry
-from .results import Page, ProposalRequest, Severity, ToolContext, UpstreamError
+from .results import Page, ProposalRequest, ToolContext, UpstreamError
 
 log = logging.getLogger(__name__)
+
+ToolErrorKind = Literal[
+    "validation", "forbidden", "input", "timeout", "upstream", "blocked", "internal"
+]
+"""Why a call failed (stored with its result as `error_kind`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,9 +58,9 @@ class ToolOutcome:
     is_error: bool
     truncated: bool
     latency_ms: int
-    severity: Severity = "ok"
-    error: str | None = None
-    """validation, forbidden, input, timeout, upstream, blocked or internal; None on success."""
+    severity: ToolSeverity = ToolSeverity.OK
+    error: ToolErrorKind | None = None
+    """None on success."""
     effect: ProposalRequest | None = None
     """A proposal to record (propose_action); `content` is then filled in by the caller."""
 
@@ -69,7 +76,13 @@ class Limits:
 
 
 class _Refusal(Exception):
-    def __init__(self, content: str, *, error: str, severity: Severity = "warning") -> None:
+    def __init__(
+        self,
+        content: str,
+        *,
+        error: ToolErrorKind,
+        severity: ToolSeverity = ToolSeverity.WARNING,
+    ) -> None:
         super().__init__(content)
         self.content, self.error, self.severity = content, error, severity
 
@@ -105,8 +118,8 @@ def run_call(
             on_progress=on_progress,
         )
         outcome = _shape(tool, result, ctx, cursor_key, cap=tool.output_cap or limits.output_cap)
-        if slow and outcome.severity == "ok":
-            outcome = replace(outcome, severity="warning")
+        if slow and outcome.severity == ToolSeverity.OK:
+            outcome = replace(outcome, severity=ToolSeverity.WARNING)
     except _Refusal as refusal:
         outcome = ToolOutcome(refusal.content, True, False, 0, refusal.severity, refusal.error)
     return replace(outcome, latency_ms=round((time.monotonic() - started) * 1000))
@@ -201,19 +214,23 @@ def _call(
 def _classify(tool: Tool, exc: BaseException) -> _Refusal:
     if isinstance(exc, UpstreamError):
         reason = f" {exc.reason}" if exc.reason else ""
-        return _Refusal(f"upstream: {exc.status}{reason}", error="upstream", severity="error")
+        return _Refusal(
+            f"upstream: {exc.status}{reason}", error="upstream", severity=ToolSeverity.ERROR
+        )
     if isinstance(exc, ToolError):
         return _Refusal(f"invalid: {exc.message}", error="input")
     if isinstance(exc, BlockedAddress):  # an operator's manifest points somewhere forbidden
-        return _Refusal(f"blocked: {exc}", error="blocked", severity="error")
+        return _Refusal(f"blocked: {exc}", error="blocked", severity=ToolSeverity.ERROR)
     if isinstance(exc, ResponseTooLarge):
-        return _Refusal("upstream: response too large", error="upstream", severity="error")
+        return _Refusal(
+            "upstream: response too large", error="upstream", severity=ToolSeverity.ERROR
+        )
     if isinstance(exc, ConnectionError):
-        return _Refusal("upstream: unreachable", error="upstream", severity="error")
+        return _Refusal("upstream: unreachable", error="upstream", severity=ToolSeverity.ERROR)
     if isinstance(exc, TimeoutError):
         return _Refusal(json.dumps({"error": "tool_timeout", "tool": tool.name}), error="timeout")
     log.error("tool %s raised %s", tool.name, type(exc).__name__, exc_info=exc)
-    return _Refusal("internal error", error="internal", severity="error")
+    return _Refusal("internal error", error="internal", severity=ToolSeverity.ERROR)
 
 
 def _shape(
@@ -232,8 +249,9 @@ def _shape(
         content, truncated = cap_result(result, cap)
     except (TypeError, ValueError) as exc:
         log.error("tool %s returned an unserializable result", tool.name, exc_info=exc)
-        raise _Refusal("internal error", error="internal", severity="error") from None
-    return ToolOutcome(content, False, truncated, 0, "info" if truncated else "ok")
+        raise _Refusal("internal error", error="internal", severity=ToolSeverity.ERROR) from None
+    severity = ToolSeverity.INFO if truncated else ToolSeverity.OK
+    return ToolOutcome(content, False, truncated, 0, severity)
 
 
 def _duration(seconds: float) -> str:

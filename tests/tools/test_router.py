@@ -88,7 +88,8 @@ def test_a_tampered_or_foreign_cursor_is_a_validation_error(
 def test_the_offered_schema_of_a_paginated_tool_takes_a_cursor(registry: ToolRegistry) -> None:
     spec = registry.specs(["pages"])[0]
     assert spec.parameters["properties"]["cursor"]["type"] == "string"
-    assert "cursor" not in registry.get("pages").parameters["properties"]  # type: ignore[union-attr]
+    tool = registry.get("pages")
+    assert tool is not None and "cursor" not in tool.parameters["properties"]
 
 
 def test_a_call_past_its_ceiling_reports_progress_then_a_tool_timeout(

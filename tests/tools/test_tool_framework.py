@@ -1,4 +1,5 @@
-"""Every row of RFC 005 §6.4, through the real pipeline, with one audit row per call."""
+"""Every row of docs/tools.md's "How calls fail" table, through the real pipeline, with one
+audit row per call."""
 
 from __future__ import annotations
 
