@@ -32,7 +32,7 @@ EXAMPLES = 8  # evidence items kept per problem kind
 
 def text_of(events: list[tuple[str, dict[str, Any]]]) -> str:
     """Assistant text a client rebuilds: `token` text per step, a step's text dropped at its
-    `step_restart` (README, "The rule for clients")."""
+    `step_restart` (docs/events.md, "The rule for clients")."""
     by_step: dict[int, str] = {}
     for event, data in events:
         if event == "token":
