@@ -1,0 +1,58 @@
+"""Queue and task names are spelled once: the Celery app registers, routes and schedules exactly
+the names of `cortex_workers.queues`, and each step kind has one task on its own queue."""
+
+from __future__ import annotations
+
+import pytest
+
+from beat.schedule import beat_schedule
+from config.celery_app import app
+from cortex_workers import queues
+from cortex_workers.queues import Queue, step_route
+from cortex_workers.settings import get_settings
+from cortex_workers.vocabulary import StepKind
+
+TASKS = {
+    queues.RUN_MODEL_STEP: Queue.LLM,
+    queues.RUN_TOOL_STEP: Queue.TOOLS,
+    queues.EXECUTE_PROPOSAL: Queue.TOOLS,
+    queues.RUN_SUMMARIZE_STEP: Queue.SUMMARIZE,
+    queues.RECONCILE: Queue.MAINTENANCE,
+}
+
+
+def test_every_task_is_named_after_its_queue() -> None:
+    assert queues.RUN_MODEL_STEP == "cortex.llm.run_model_step"
+    assert queues.RECONCILE == "cortex.maintenance.reconcile"
+    for name, queue in TASKS.items():
+        assert name.startswith(f"cortex.{queue.value}.")
+
+
+def test_the_app_registers_exactly_these_tasks_and_routes_each_to_its_queue() -> None:
+    app.loader.import_default_modules()  # the task modules, as a worker imports them
+    registered = {name for name in app.tasks if name.startswith("cortex.")}
+    assert registered == set(TASKS)
+    for name, queue in TASKS.items():
+        assert app.amqp.router.route({}, name)["queue"].name == queue.value
+    assert [q.name for q in app.conf.task_queues] == [q.value for q in Queue]
+
+
+@pytest.mark.parametrize(
+    ("kind", "task", "queue"),
+    [
+        (StepKind.MODEL, queues.RUN_MODEL_STEP, Queue.LLM),
+        (StepKind.TOOL, queues.RUN_TOOL_STEP, Queue.TOOLS),
+        (StepKind.SUMMARIZE, queues.RUN_SUMMARIZE_STEP, Queue.SUMMARIZE),
+    ],
+)
+def test_each_step_kind_runs_one_task_on_its_queue(kind: StepKind, task: str, queue: Queue) -> None:
+    route = step_route(kind)
+    assert (route.task, route.queue) == (task, queue)
+    assert step_route(StepKind(kind.value)) == route
+
+
+def test_beat_schedules_the_reconciler_on_the_maintenance_queue() -> None:
+    app.loader.import_default_modules()
+    entry = beat_schedule(get_settings())["reconcile"]
+    assert entry["task"] == queues.RECONCILE and queues.RECONCILE in app.tasks
+    assert entry["options"]["queue"] == Queue.MAINTENANCE.value
