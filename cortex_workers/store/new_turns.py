@@ -11,13 +11,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict
 
-from sqlalchemy import Interval, bindparam, func, literal, select, true, update
+from sqlalchemy import Interval, Table, bindparam, func, literal, select, true, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
-from ..vocabulary import TurnStatus
+from ..vocabulary import StepKind, StepStatus, TurnStatus
 from .db import Executor
 from .models import messages_table, sessions_table, steps_table, turns_table
 from .repo import storable_text
@@ -25,11 +25,120 @@ from .sql import Precompiled, const, exists_in
 
 _m, _ss, _tt, _st = messages_table.c, sessions_table.c, turns_table.c, steps_table.c
 
+
+class LockParams(TypedDict):
+    session_id: uuid.UUID
+    tenant_id: uuid.UUID
+
+
+class TurnParams(LockParams):
+    """The parameters of a statement that stores a queued turn."""
+
+    turn_id: uuid.UUID
+    content: str
+    idempotency_key: str | None
+    request_hash: str | None
+
+
+class StartedTurnParams(TurnParams):
+    """The parameters of a statement that stores a turn that starts at once: also its
+    deadline's distance and the ids of its user message and first model step."""
+
+    timeout: timedelta
+    message_id: uuid.UUID
+    step_id: uuid.UUID
+
+
 _LOCK_SESSION = Precompiled(
     select(_ss.id)
-    .where(_ss.id == bindparam("b_session_id"), _ss.tenant_id == bindparam("b_tenant_id"))
-    .with_for_update()
+    .where(_ss.id == bindparam("session_id"), _ss.tenant_id == bindparam("tenant_id"))
+    .with_for_update(),
+    params=LockParams,
 )
+
+_SESSION_ID: Any = bindparam("session_id")
+
+
+def _when_idle() -> tuple[Any, list[Any]]:
+    """The session's lock (`locked`), then its active turns' locks, and the conditions under
+    which the session is idle: it has no active turn, and its locked row is the one the
+    statement's snapshot saw (see `_insert_turn`)."""
+    locked = (
+        select(_ss.id, _ss.last_turn_seq)
+        .where(_ss.id == _SESSION_ID, _ss.tenant_id == bindparam("tenant_id"))
+        .with_for_update()
+        .cte("locked")
+    )
+    active = (
+        select(_tt.id)
+        .where(
+            _tt.session_id == _SESSION_ID,
+            _tt.status.in_([const(s) for s in (TurnStatus.QUEUED, TurnStatus.RUNNING)]),
+            exists_in(locked),
+        )
+        .with_for_update()
+        .cte("active")
+    )
+    as_seen = select(_ss.last_turn_seq).where(_ss.id == _SESSION_ID).scalar_subquery()
+    idle = [select(locked.c.last_turn_seq).scalar_subquery() == as_seen, ~exists_in(active)]
+    return locked, idle
+
+
+def _numbered(*, starts: bool, where: list[Any]) -> Any:
+    """`UPDATE sessions … RETURNING`: the turn's seq and, when it starts, its user message's
+    seq and its first model call's index."""
+    values: dict[str, Any] = {"last_turn_seq": _ss.last_turn_seq + 1}
+    if starts:
+        values.update(last_message_seq=_ss.last_message_seq + 1, model_calls=_ss.model_calls + 1)
+    return (
+        update(sessions_table)
+        .where(_ss.id == _SESSION_ID, *where)
+        .values(**values)
+        .returning(_ss.id, _ss.last_turn_seq, _ss.last_message_seq, _ss.model_calls)
+        .cte("numbered")
+    )
+
+
+def _rows(numbered: Any, *, starts: bool) -> dict[Table, dict[str, Any]]:
+    """The rows to store, by table: the turn and, when it starts, its user message and first
+    model step."""
+    n = numbered.c
+    turn_id = bindparam("turn_id", type_=_tt.id.type)
+    content = bindparam("content", type_=_tt.content.type)
+    status = TurnStatus.RUNNING if starts else TurnStatus.QUEUED
+    turn: dict[str, Any] = {
+        "id": turn_id,
+        "tenant_id": bindparam("tenant_id", type_=_tt.tenant_id.type),
+        "session_id": n.id,
+        "seq": n.last_turn_seq,
+        "status": literal(status, _tt.status.type),
+        "content": content,
+        "idempotency_key": bindparam("idempotency_key", type_=_tt.idempotency_key.type),
+        "request_hash": bindparam("request_hash", type_=_tt.request_hash.type),
+    }
+    if not starts:
+        return {turns_table: turn}
+    # the time it starts, after the session lock (`now()` is when the transaction began)
+    turn["started_at"] = func.clock_timestamp()
+    turn["deadline"] = func.clock_timestamp() + bindparam("timeout", type_=Interval())
+    message = {
+        "id": bindparam("message_id", type_=_m.id.type),
+        "session_id": n.id,
+        "seq": n.last_message_seq,
+        "role": literal("user", _m.role.type),
+        "content": content,
+        "turn_id": turn_id,
+    }
+    step = {
+        "id": bindparam("step_id", type_=_st.id.type),
+        "turn_id": turn_id,
+        "step_no": literal(1, _st.step_no.type),
+        "kind": literal(StepKind.MODEL, _st.kind.type),
+        "status": literal(StepStatus.PENDING, _st.status.type),
+        "published_at": func.now(),
+        "call_index": n.model_calls - 1,
+    }
+    return {turns_table: turn, messages_table: message, steps_table: step}
 
 
 def _insert_turn(starts: bool, *, if_idle: bool = False) -> Any:
@@ -44,83 +153,18 @@ def _insert_turn(starts: bool, *, if_idle: bool = False) -> Any:
     moved the session's `last_turn_seq`, so a locked row that differs from the snapshot's
     also stores nothing. The first column, `found`, is NULL when there is no such session
     (of the tenant); the numbers are NULL when nothing was stored."""
-    values: dict[str, Any] = {"last_turn_seq": _ss.last_turn_seq + 1}
-    if starts:
-        values.update(last_message_seq=_ss.last_message_seq + 1, model_calls=_ss.model_calls + 1)
-    session_id: Any = bindparam("b_session_id")
-    where = [_ss.id == session_id]
-    if if_idle:
-        locked = (
-            select(_ss.id, _ss.last_turn_seq)
-            .where(_ss.id == session_id, _ss.tenant_id == bindparam("b_tenant_id"))
-            .with_for_update()
-            .cte("locked")
-        )
-        active = (
-            select(_tt.id)
-            .where(
-                _tt.session_id == session_id,
-                _tt.status.in_([const("queued"), const("running")]),
-                exists_in(locked),
-            )
-            .with_for_update()
-            .cte("active")
-        )
-        as_seen = select(_ss.last_turn_seq).where(_ss.id == session_id).scalar_subquery()
-        where += [
-            select(locked.c.last_turn_seq).scalar_subquery() == as_seen,
-            ~exists_in(active),
-        ]
-    numbered = (
-        update(sessions_table)
-        .where(*where)
-        .values(**values)
-        .returning(_ss.id, _ss.last_turn_seq, _ss.last_message_seq, _ss.model_calls)
-        .cte("numbered")
-    )
-    n = numbered.c
-    turn_id = bindparam("b_turn_id", type_=_tt.id.type)
-    content = bindparam("b_content", type_=_tt.content.type)
-    turn: dict[str, Any] = {
-        "id": turn_id,
-        "tenant_id": bindparam("b_tenant_id", type_=_tt.tenant_id.type),
-        "session_id": n.id,
-        "seq": n.last_turn_seq,
-        "status": literal("running" if starts else "queued", _tt.status.type),
-        "content": content,
-        "idempotency_key": bindparam("b_idempotency_key", type_=_tt.idempotency_key.type),
-        "request_hash": bindparam("b_request_hash", type_=_tt.request_hash.type),
-    }
-    rows = {turns_table: turn}
-    if starts:
-        # the time it starts, after the session lock (`now()` is when the transaction began)
-        turn["started_at"] = func.clock_timestamp()
-        turn["deadline"] = func.clock_timestamp() + bindparam("b_timeout", type_=Interval())
-        rows[messages_table] = {
-            "id": bindparam("b_message_id", type_=_m.id.type),
-            "session_id": n.id,
-            "seq": n.last_message_seq,
-            "role": literal("user", _m.role.type),
-            "content": content,
-            "turn_id": turn_id,
-        }
-        rows[steps_table] = {
-            "id": bindparam("b_step_id", type_=_st.id.type),
-            "turn_id": turn_id,
-            "step_no": literal(1, _st.step_no.type),
-            "kind": literal("model", _st.kind.type),
-            "status": literal("pending", _st.status.type),
-            "published_at": func.now(),
-            "call_index": n.model_calls - 1,
-        }
+    locked, idle = _when_idle() if if_idle else (None, [])
+    numbered = _numbered(starts=starts, where=idle)
+    rows = _rows(numbered, starts=starts)
     inserts = [
         insert(table).from_select(  # the columns not named here take their server defaults
             list(row), select(*row.values()).select_from(numbered), include_defaults=False
         )
         for table, row in rows.items()
     ]
+    n = numbered.c
     counters = select(n.last_turn_seq, n.last_message_seq, n.model_calls)
-    if if_idle:
+    if locked is not None:
         counters = select(locked.c.id.label("found"), *counters.selected_columns).select_from(
             locked.outerjoin(numbered, true())
         )
@@ -129,13 +173,16 @@ def _insert_turn(starts: bool, *, if_idle: bool = False) -> Any:
     )
 
 
-_INSERT_TURN = {False: Precompiled(_insert_turn(False)), True: Precompiled(_insert_turn(True))}
-_START_TURN_IF_IDLE = Precompiled(_insert_turn(True, if_idle=True))
+_INSERT_TURN = {
+    False: Precompiled(_insert_turn(False), params=TurnParams),
+    True: Precompiled(_insert_turn(True), params=StartedTurnParams),
+}
+_START_TURN_IF_IDLE = Precompiled(_insert_turn(True, if_idle=True), params=StartedTurnParams)
 
 
 def lock_session(db: Db, session_id: uuid.UUID, tenant_id: uuid.UUID) -> bool:
     """Take the tenant's session's row lock; False when there is no such session."""
-    params = {"b_session_id": session_id, "b_tenant_id": tenant_id}
+    params = LockParams(session_id=session_id, tenant_id=tenant_id)
     return _LOCK_SESSION.first(db, params) is not None
 
 
@@ -185,17 +232,17 @@ def start_turn_if_idle(
     """Store a turn that starts at once, with its user message and first model step, if the
     tenant's session has no active turn: one statement that commits on its own (see
     `_insert_turn`)."""
-    params: dict[str, Any] = {
-        "b_session_id": session_id,
-        "b_turn_id": uuid.uuid4(),
-        "b_tenant_id": tenant_id,
-        "b_content": storable_text(content),
-        "b_idempotency_key": None,
-        "b_request_hash": request_hash,
-        "b_timeout": timedelta(seconds=timeout_s),
-        "b_message_id": uuid.uuid4(),
-        "b_step_id": uuid.uuid4(),
-    }
+    params = StartedTurnParams(
+        session_id=session_id,
+        tenant_id=tenant_id,
+        turn_id=uuid.uuid4(),
+        content=storable_text(content),
+        idempotency_key=None,
+        request_hash=request_hash,
+        timeout=timedelta(seconds=timeout_s),
+        message_id=uuid.uuid4(),
+        step_id=uuid.uuid4(),
+    )
     row = _START_TURN_IF_IDLE.first(db, params)
     if row is None:
         return NoSuchSession()
@@ -203,11 +250,11 @@ def start_turn_if_idle(
         return SessionBusy()
     return Started(
         NewTurn(
-            id=params["b_turn_id"],
+            id=params["turn_id"],
             session_id=session_id,
             seq=row.last_turn_seq,
             status=TurnStatus.RUNNING,
-            first_step_id=params["b_step_id"],
+            first_step_id=params["step_id"],
         )
     )
 
@@ -225,26 +272,28 @@ def insert_turn(
     """Number and store a turn, in one round trip: started at once, with its user message
     and first model step, when `start_timeout_s` is given, else queued. Caller holds the
     session lock."""
-    starts = start_timeout_s is not None
-    params: dict[str, Any] = {
-        "b_session_id": session_id,
-        "b_turn_id": uuid.uuid4(),
-        "b_tenant_id": tenant_id,
-        "b_content": storable_text(content),
-        "b_idempotency_key": idempotency_key,
-        "b_request_hash": request_hash,
-    }
-    if starts:
-        params.update(
-            b_timeout=timedelta(seconds=start_timeout_s or 0),
-            b_message_id=uuid.uuid4(),
-            b_step_id=uuid.uuid4(),
-        )
-    counters = _INSERT_TURN[starts].one(db, params)
+    queued = TurnParams(
+        session_id=session_id,
+        tenant_id=tenant_id,
+        turn_id=uuid.uuid4(),
+        content=storable_text(content),
+        idempotency_key=idempotency_key,
+        request_hash=request_hash,
+    )
+    if start_timeout_s is None:
+        counters = _INSERT_TURN[False].one(db, queued)
+        return NewTurn(queued["turn_id"], session_id, counters.last_turn_seq, TurnStatus.QUEUED)
+    started = StartedTurnParams(
+        **queued,
+        timeout=timedelta(seconds=start_timeout_s),
+        message_id=uuid.uuid4(),
+        step_id=uuid.uuid4(),
+    )
+    counters = _INSERT_TURN[True].one(db, started)
     return NewTurn(
-        id=params["b_turn_id"],
+        id=started["turn_id"],
         session_id=session_id,
         seq=counters.last_turn_seq,
-        status=TurnStatus.RUNNING if starts else TurnStatus.QUEUED,
-        first_step_id=params.get("b_step_id"),
+        status=TurnStatus.RUNNING,
+        first_step_id=started["step_id"],
     )

@@ -11,12 +11,21 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import bindparam, func, null, select, update
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.orm import Session as Db
 
+from ..vocabulary import (
+    OPEN_STEP_STATUSES,
+    DecisionKind,
+    StepKind,
+    StepStatus,
+    ToolCallStatus,
+    ToolSeverity,
+    TurnStatus,
+)
 from .models import (
     decisions_table,
     messages_table,
@@ -31,99 +40,140 @@ from .sql import Precompiled, const, exists_in
 _ss, _s, _tc, _t = sessions_table.c, steps_table.c, tool_calls_table.c, turns_table.c
 
 
+class ResultParams(TypedDict):
+    """The parameters of `_STORE_RESULT`: `ToolResult`'s fields, and the new message's id."""
+
+    session_id: uuid.UUID
+    tenant_id: uuid.UUID
+    turn_id: uuid.UUID
+    step_id: uuid.UUID
+    attempt: int
+    tool_call_id: uuid.UUID
+    call_id: str
+    name: str
+    content: str
+    is_error: bool
+    truncated: bool
+    severity: ToolSeverity
+    error_kind: str | None
+    latency_ms: int
+    message_id: uuid.UUID
+    audit_input: dict[str, Any]
+    audit_output: dict[str, Any]
+
+
 def _json(name: str) -> Any:
     return bindparam(name, type_=JSONB(none_as_null=True))
 
 
-def _statement() -> Any:
-    session_id: Any = bindparam("b_session_id")
-    step_id: Any = bindparam("b_step_id")
-    locked = select(_ss.id).where(_ss.id == session_id).with_for_update().cte("locked_session")
-    finished = (
+_SESSION_ID: Any = bindparam("session_id")
+_STEP_ID: Any = bindparam("step_id")
+
+
+def _finished(locked: Any) -> Any:
+    """The step, done: fenced by its attempt, after the session's lock."""
+    return (
         update(steps_table)
         .where(
-            _s.id == step_id,
-            _s.attempt == bindparam("b_attempt"),
-            _s.status == const("leased"),
+            _s.id == _STEP_ID,
+            _s.attempt == bindparam("attempt"),
+            _s.status == const(StepStatus.LEASED),
             exists_in(locked),
         )
         .values(
-            status=const("done"),
+            status=const(StepStatus.DONE),
             finished_at=func.clock_timestamp(),
             lease_until=null(),
             error=null(),
-            latency_ms=bindparam("b_latency_ms"),
+            latency_ms=bindparam("latency_ms"),
         )
         .returning(_s.id)
         .cte("finished")
     )
-    result = (
+
+
+def _result(finished: Any) -> Any:
+    """The call's result, stored once."""
+    return (
         update(tool_calls_table)
         .where(
-            _tc.id == bindparam("b_tool_call_id"),
-            _tc.status == const("pending"),
+            _tc.id == bindparam("tool_call_id"),
+            _tc.status == const(ToolCallStatus.PENDING),
             exists_in(finished),
         )
         .values(
-            status=const("done"),
-            result=bindparam("b_content"),
-            is_error=bindparam("b_is_error"),
-            truncated=bindparam("b_truncated"),
-            severity=bindparam("b_severity"),
-            error_kind=bindparam("b_error_kind"),
-            latency_ms=bindparam("b_latency_ms"),
+            status=const(ToolCallStatus.DONE),
+            result=bindparam("content"),
+            is_error=bindparam("is_error"),
+            truncated=bindparam("truncated"),
+            severity=bindparam("severity"),
+            error_kind=bindparam("error_kind"),
+            latency_ms=bindparam("latency_ms"),
             finished_at=func.clock_timestamp(),
         )
         .cte("result")
     )
+
+
+def _message(finished: Any) -> Any:
+    """The `tool` message the model will read, numbered in its session."""
     counted = (
         update(sessions_table)
-        .where(_ss.id == session_id, exists_in(finished))
+        .where(_ss.id == _SESSION_ID, exists_in(finished))
         .values(last_message_seq=_ss.last_message_seq + const(1))
         .returning(_ss.last_message_seq)
         .cte("counted")
     )
     message = {
-        "id": bindparam("b_message_id"),
-        "session_id": session_id,
+        "id": bindparam("message_id"),
+        "session_id": _SESSION_ID,
         "seq": counted.c.last_message_seq,
         "role": const("tool"),
-        "content": bindparam("b_content"),
-        "tool_call_id": bindparam("b_call_id"),
-        "name": bindparam("b_name"),
-        "is_error": bindparam("b_is_error"),
-        "turn_id": bindparam("b_turn_id"),
-        "step_id": step_id,
+        "content": bindparam("content"),
+        "tool_call_id": bindparam("call_id"),
+        "name": bindparam("name"),
+        "is_error": bindparam("is_error"),
+        "turn_id": bindparam("turn_id"),
+        "step_id": _STEP_ID,
     }
     stored = insert(messages_table).from_select(
         list(message),
         select(*(v if k == "seq" else v.label(k) for k, v in message.items())).select_from(counted),
         include_defaults=False,
     )
+    return stored.on_conflict_do_nothing().cte("message")
+
+
+def _audit(finished: Any) -> Any:
+    """The audit row of the call."""
     audit = {
-        "tenant_id": bindparam("b_tenant_id"),
-        "session_id": session_id,
-        "turn_id": bindparam("b_turn_id"),
-        "step_id": step_id,
-        "kind": const("tool"),
-        "name": bindparam("b_name"),
-        "attempt": bindparam("b_attempt"),
-        "input": _json("b_input"),
-        "output": _json("b_output"),
-        "is_error": bindparam("b_is_error"),
-        "latency_ms": bindparam("b_latency_ms"),
+        "tenant_id": bindparam("tenant_id"),
+        "session_id": _SESSION_ID,
+        "turn_id": bindparam("turn_id"),
+        "step_id": _STEP_ID,
+        "kind": const(DecisionKind.TOOL),
+        "name": bindparam("name"),
+        "attempt": bindparam("attempt"),
+        "input": _json("audit_input"),
+        "output": _json("audit_output"),
+        "is_error": bindparam("is_error"),
+        "latency_ms": bindparam("latency_ms"),
     }
     audited = insert(decisions_table).from_select(
         list(audit),
         select(*(v.label(k) for k, v in audit.items())).select_from(finished),
         include_defaults=False,
     )
-    return select(finished.c.id).add_cte(
-        result, stored.on_conflict_do_nothing().cte("message"), audited.cte("audit")
-    )
+    return audited.cte("audit")
 
 
-_STORE_RESULT = Precompiled(_statement())
+def _statement() -> Any:
+    locked = select(_ss.id).where(_ss.id == _SESSION_ID).with_for_update().cte("locked_session")
+    finished = _finished(locked)
+    return select(finished.c.id).add_cte(_result(finished), _message(finished), _audit(finished))
+
+
+_STORE_RESULT = Precompiled(_statement(), params=ResultParams)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +191,7 @@ class ToolResult:
     content: str
     is_error: bool
     truncated: bool
-    severity: str
+    severity: ToolSeverity
     error_kind: str | None
     latency_ms: int
     audit_input: dict[str, Any]
@@ -150,47 +200,53 @@ class ToolResult:
 
 def store_result(db: Db, r: ToolResult) -> bool:
     """Store the result (see the module's doc); False when a newer attempt owns the step."""
-    params = {
-        "b_session_id": r.session_id,
-        "b_tenant_id": r.tenant_id,
-        "b_turn_id": r.turn_id,
-        "b_step_id": r.step_id,
-        "b_attempt": r.attempt,
-        "b_tool_call_id": r.tool_call_id,
-        "b_call_id": r.call_id,
-        "b_name": r.name,
-        "b_content": storable_text(r.content),
-        "b_is_error": r.is_error,
-        "b_truncated": r.truncated,
-        "b_severity": r.severity,
-        "b_error_kind": r.error_kind,
-        "b_latency_ms": r.latency_ms,
-        "b_message_id": uuid.uuid4(),
-        "b_input": storable_json(r.audit_input),
-        "b_output": storable_json(r.audit_output),
-    }
+    params = ResultParams(
+        session_id=r.session_id,
+        tenant_id=r.tenant_id,
+        turn_id=r.turn_id,
+        step_id=r.step_id,
+        attempt=r.attempt,
+        tool_call_id=r.tool_call_id,
+        call_id=r.call_id,
+        name=r.name,
+        content=storable_text(r.content),
+        is_error=r.is_error,
+        truncated=r.truncated,
+        severity=r.severity,
+        error_kind=r.error_kind,
+        latency_ms=r.latency_ms,
+        message_id=uuid.uuid4(),
+        audit_input=storable_json(r.audit_input),
+        audit_output=storable_json(r.audit_output),
+    )
     return _STORE_RESULT.first(db, params) is not None
+
+
+class BatchParams(TypedDict):
+    parent_step_id: uuid.UUID
+    turn_id: uuid.UUID
 
 
 _BATCH_AFTER = Precompiled(
     select(
         select(func.count())
         .where(
-            _s.parent_step_id == bindparam("b_parent_step_id"),
-            _s.kind == const("tool"),
-            _s.status.in_([const("pending"), const("leased")]),
+            _s.parent_step_id == bindparam("parent_step_id"),
+            _s.kind == const(StepKind.TOOL),
+            _s.status.in_([const(s) for s in OPEN_STEP_STATUSES]),
         )
         .scalar_subquery()
         .label("open"),
         select(_t.status)
-        .where(_t.id == bindparam("b_turn_id"))
+        .where(_t.id == bindparam("turn_id"))
         .scalar_subquery()
         .label("turn_status"),
         select(func.coalesce(func.max(_s.step_no), const(0)))
-        .where(_s.turn_id == bindparam("b_turn_id"))
+        .where(_s.turn_id == bindparam("turn_id"))
         .scalar_subquery()
         .label("last_step_no"),
-    )
+    ),
+    params=BatchParams,
 )
 
 
@@ -198,12 +254,13 @@ _BATCH_AFTER = Precompiled(
 class Batch:
     open: int
     """Tool steps of the batch not finished yet."""
-    turn_status: str | None
+    turn_status: TurnStatus | None
     last_step_no: int
 
 
 def batch_after(db: Db, *, parent_step_id: uuid.UUID, turn_id: uuid.UUID) -> Batch:
     """The batch of tool steps that `parent_step_id` asked for, and its turn, as they are now
     (one round trip; call it holding the session's lock)."""
-    one = _BATCH_AFTER.one(db, {"b_parent_step_id": parent_step_id, "b_turn_id": turn_id})
-    return Batch(one.open, one.turn_status, one.last_step_no)
+    one = _BATCH_AFTER.one(db, BatchParams(parent_step_id=parent_step_id, turn_id=turn_id))
+    status = None if one.turn_status is None else TurnStatus(one.turn_status)
+    return Batch(one.open, status, one.last_step_no)
