@@ -1,9 +1,11 @@
-"""Typed conversation messages and provider stream events: pure values, no ids from storage."""
+"""Typed values, no ids from storage: conversation messages, the events a provider streams and
+their fold into one `Completion`, and the events of a turn's stream with their one encoding."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 Role = Literal["system", "user", "assistant", "tool"]
 PREVIOUS_SUMMARY = "Previous summary:\n"
@@ -113,3 +115,239 @@ class Completion:
     cache_write_tokens: int = 0
     finish_reason: str = "stop"
     warnings: list[WarningEvent] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class CompletionBuilder:
+    """Folds a provider's stream into its `Completion`, one event at a time: the one fold used
+    by a streamed model step and by the non-streaming call alike."""
+
+    completion: Completion = field(default_factory=Completion)
+
+    def add(self, event: StreamEvent) -> None:
+        out = self.completion
+        match event:
+            case TextDelta(text=text):
+                out.text += text
+            case ToolCallEvent(call=call):
+                out.tool_calls.append(call)
+            case UsageEvent():  # reported more than once: the last one wins
+                out.input_tokens, out.output_tokens = event.input_tokens, event.output_tokens
+                out.cache_read_tokens = event.cache_read_tokens
+                out.cache_write_tokens = event.cache_write_tokens
+            case WarningEvent():
+                out.warnings.append(event)
+            case FinishEvent(reason=reason):
+                out.finish_reason = reason
+            case _:
+                assert_never(event)
+
+
+# The events of a turn's stream, as SSE sends them (docs/events.md). Each value names its SSE
+# event in `event`; `encode` turns it into the entry's event name and JSON data.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamOpened:
+    """The stream's start marker, written with its first entry and never sent to clients."""
+
+    event: Literal["open"] = "open"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Token:
+    """A piece of a model step's text, as the model streamed it."""
+
+    text: str
+    step: int
+    event: Literal["token"] = "token"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallRequested:
+    """A tool call the model asked for in a model step."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    step: int
+    event: Literal["tool_call"] = "tool_call"
+
+    @classmethod
+    def of(cls, call: ToolCall, *, step: int) -> ToolCallRequested:
+        return cls(id=call.id, name=call.name, arguments=call.arguments, step=step)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResultReady:
+    """A tool call's stored result."""
+
+    id: str
+    name: str
+    is_error: bool
+    content: str
+    truncated: bool
+    severity: str
+    """How a UI colours it: a `vocabulary.ToolSeverity` (ok, info=gray, warning=yellow,
+    error=red)."""
+    error: str | None
+    """The failure's kind when `is_error`."""
+    event: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolProgress:
+    """A tool call still running after a while."""
+
+    id: str
+    name: str
+    elapsed_s: float
+    message: str
+    event: Literal["tool_progress"] = "tool_progress"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProposalChanged:
+    """An action awaiting (or past) an operator's decision: in a turn's tool batch when it is
+    proposed, on the session's notices when it is decided, expires or is executed."""
+
+    id: str
+    action: str
+    product: str
+    rationale: str
+    status: str
+    """A `vocabulary.ProposalStatus`."""
+    params: dict[str, Any]
+    blast_radius: str | None
+    reversible: bool | None
+    expires_at: str | None
+    """ISO 8601."""
+    event: Literal["proposal"] = "proposal"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepRestart:
+    """Drop the partial text a client holds of this model step: a new attempt starts it over,
+    or the turn ended while it streamed."""
+
+    step: int
+    attempt: int
+    event: Literal["step_restart"] = "step_restart"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssistantMessage:
+    """The stored assistant message of a model step."""
+
+    role: Literal["assistant"] = "assistant"
+    content: str
+    step: int
+    event: Literal["message"] = "message"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnError:
+    """Why a turn failed."""
+
+    code: str
+    message: str
+    event: Literal["error"] = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnDone:
+    """The turn's last event: its terminal status and totals."""
+
+    status: str
+    """A terminal `vocabulary.TurnStatus`."""
+    usage: Usage
+    cost_usd: float
+    event: Literal["done"] = "done"
+
+
+TurnEvent = (
+    StreamOpened
+    | Token
+    | ToolCallRequested
+    | ToolResultReady
+    | ToolProgress
+    | ProposalChanged
+    | StepRestart
+    | AssistantMessage
+    | TurnError
+    | TurnDone
+)
+"""Every event a turn's stream (or a session's notices) carries."""
+BatchEvent = ToolResultReady | ToolProgress | ProposalChanged
+"""The events of a tool batch, written between its model step and the next."""
+
+
+def event_data(event: TurnEvent) -> dict[str, Any]:
+    """The event's data, with the field names and order of the wire contract."""
+    match event:
+        case StreamOpened():
+            return {}
+        case Token(text=text, step=step):
+            return {"text": text, "step": step}
+        case ToolCallRequested():
+            return {
+                "id": event.id,
+                "name": event.name,
+                "arguments": event.arguments,
+                "step": event.step,
+            }
+        case ToolResultReady():
+            return {
+                "id": event.id,
+                "name": event.name,
+                "is_error": event.is_error,
+                "content": event.content,
+                "truncated": event.truncated,
+                "severity": event.severity,
+                "error": event.error,
+            }
+        case ToolProgress():
+            return {
+                "id": event.id,
+                "name": event.name,
+                "elapsed_s": event.elapsed_s,
+                "message": event.message,
+            }
+        case ProposalChanged():
+            return {
+                "id": event.id,
+                "action": event.action,
+                "product": event.product,
+                "rationale": event.rationale,
+                "status": event.status,
+                "params": event.params,
+                "blast_radius": event.blast_radius,
+                "reversible": event.reversible,
+                "expires_at": event.expires_at,
+            }
+        case StepRestart(step=step, attempt=attempt):
+            return {"step": step, "attempt": attempt}
+        case AssistantMessage():
+            return {"role": event.role, "content": event.content, "step": event.step}
+        case TurnError(code=code, message=message):
+            return {"code": code, "message": message}
+        case TurnDone(usage=usage):
+            return {
+                "status": event.status,
+                "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+                "cost_usd": event.cost_usd,
+            }
+        case _:
+            assert_never(event)
+
+
+def encode(event: TurnEvent) -> tuple[str, str]:
+    """The one encoding of an event, for the live stream and the snapshot alike: its SSE
+    event name and its data as JSON."""
+    return event.event, json.dumps(event_data(event), ensure_ascii=False, default=str)

@@ -22,8 +22,19 @@ from typing import Any
 
 import redis
 from redis.exceptions import ResponseError
+from redis.typing import EncodableT, FieldT, XReadResponse
 
 from .keys import cancel_key, notices_key, stream_key
+from .messages import (
+    BatchEvent,
+    ProposalChanged,
+    StepRestart,
+    StreamOpened,
+    TurnDone,
+    TurnError,
+    TurnEvent,
+    encode,
+)
 from .stream_writer import Outcome, PipelinedWriter
 
 __all__ = ["cancel_key", "notices_key", "stream_key"]
@@ -42,13 +53,16 @@ def _is_stale_id(exc: ResponseError) -> bool:
     return "equal or smaller" in str(exc)
 
 
-def _fields(event: str, data: dict[str, Any]) -> dict[Any, Any]:
-    return {"event": event, "data": json.dumps(data, ensure_ascii=False, default=str)}
+def _fields(event: TurnEvent) -> dict[FieldT, EncodableT]:
+    """An entry's two fields: the SSE event name and the JSON data."""
+    name, data = encode(event)
+    return {"event": name, "data": data}
 
 
-def _field_args(event: str, data: dict[str, Any]) -> list[Any]:
+def _field_args(event: TurnEvent) -> list[str]:
     """The fields as XADD's flat `field value …` arguments."""
-    return [x for kv in _fields(event, data).items() for x in kv]
+    name, data = encode(event)
+    return ["event", name, "data", data]
 
 
 @dataclass
@@ -74,7 +88,7 @@ class StepStream:
     def ms(self) -> int:
         return self.step_no * 1000 + self.attempt
 
-    def emit(self, event: str, data: dict[str, Any]) -> bool:
+    def emit(self, event: TurnEvent) -> bool:
         self._settle()
         if self.fenced:
             return False
@@ -88,8 +102,8 @@ class StepStream:
                 if first:
                     # refused (stale id) once anything is in the stream: a marker only ever
                     # starts a stream that holds everything from the turn's beginning
-                    pipe.xadd(key, _fields("open", {}), id=OPEN_ID)
-                pipe.xadd(key, _fields(event, data), id=f"{self.ms}-0")
+                    pipe.xadd(key, _fields(StreamOpened()), id=OPEN_ID)
+                pipe.xadd(key, _fields(event), id=f"{self.ms}-0")
                 pipe.expire(key, self.ttl_s)
                 results = pipe.execute(raise_on_error=False)
                 for result in results[-2:]:
@@ -97,10 +111,10 @@ class StepStream:
                         raise result
             elif self.writer is not None:
                 self.writer.send(
-                    self.outcome, "XADD", key, f"{self.ms}-{self.chunk}", *_field_args(event, data)
+                    self.outcome, "XADD", key, f"{self.ms}-{self.chunk}", *_field_args(event)
                 )
             else:
-                self.client.xadd(key, _fields(event, data), id=f"{self.ms}-{self.chunk}")
+                self.client.xadd(key, _fields(event), id=f"{self.ms}-{self.chunk}")
         except ResponseError as exc:
             if not _is_stale_id(exc):
                 raise
@@ -132,18 +146,13 @@ def emit_batch_event(
     turn_id: uuid.UUID,
     *,
     model_step_no: int,
-    event: str,
-    data: dict[str, Any],
+    event: BatchEvent,
 ) -> bool:
     """Append an event of a tool batch (`tool_result`, `tool_progress`, `proposal`) after its
     model step's events; False if the turn has moved on."""
     try:
-        client.execute_command(  # type: ignore[no-untyped-call]
-            "XADD",
-            stream_key(turn_id),
-            f"{tool_batch_ms(model_step_no)}-*",
-            *_field_args(event, data),
-        )
+        # `{ms}-*`: Redis picks the sequence number under the batch's millisecond part
+        client.xadd(stream_key(turn_id), _fields(event), id=f"{tool_batch_ms(model_step_no)}-*")
     except ResponseError as exc:
         if not _is_stale_id(exc):
             raise
@@ -152,13 +161,13 @@ def emit_batch_event(
 
 
 def emit_session_notice(
-    client: redis.Redis, session_id: uuid.UUID, *, event: str, data: dict[str, Any], ttl_s: int
+    client: redis.Redis, session_id: uuid.UUID, *, event: ProposalChanged, ttl_s: int
 ) -> None:
     """An event about the session outside any turn (a proposal confirmed, rejected, expired,
     executed); the session's SSE stream carries these too."""
     key = notices_key(session_id)
     pipe = client.pipeline(transaction=False)
-    pipe.xadd(key, _fields(event, data), maxlen=1000, approximate=True)
+    pipe.xadd(key, _fields(event), maxlen=1000, approximate=True)
     pipe.expire(key, ttl_s)
     pipe.execute()
 
@@ -168,13 +177,11 @@ def tool_results_emitted(
 ) -> set[str]:
     """Call ids whose `tool_result` is already in the stream for this tool batch."""
     ms = tool_batch_ms(model_step_no)
-    entries: list[Any] = client.xrange(  # type: ignore[assignment]
-        stream_key(turn_id), min=f"{ms}-0", max=f"{ms}-18446744073709551615"
-    )
+    entries = client.xrange(stream_key(turn_id), min=f"{ms}-0", max=f"{ms}-18446744073709551615")
     return {
-        json.loads(fields[b"data"]).get("id")
+        str(json.loads(fields[b"data"])["id"])
         for _, fields in entries or ()
-        if fields.get(b"event") == b"tool_result"
+        if fields and fields.get(b"event") == b"tool_result"
     }
 
 
@@ -182,20 +189,20 @@ def emit_terminal(
     client: redis.Redis,
     turn_id: uuid.UUID,
     *,
-    done: dict[str, Any],
-    error: dict[str, Any] | None = None,
-    discard: dict[str, Any] | None = None,
+    done: TurnDone,
+    error: TurnError | None = None,
+    discard: StepRestart | None = None,
     ttl_s: int,
 ) -> None:
     """Write the turn's terminal events once; repeating this is harmless.
 
-    `discard` (`{"step", "attempt"}`) names a model step cut off mid-stream: its partial text
-    is to be dropped, so the streamed text still equals the stored messages.
+    `discard` names a model step cut off mid-stream: its partial text is to be dropped, so the
+    streamed text still equals the stored messages.
     """
     key = stream_key(turn_id)
     pipe = client.pipeline(transaction=False)  # one round trip for all of them
-    for seq, event, data in terminal_entries(done=done, error=error, discard=discard):
-        pipe.xadd(key, _fields(event, data), id=f"{TERMINAL_MS}-{seq}")
+    for seq, event in terminal_entries(done=done, error=error, discard=discard):
+        pipe.xadd(key, _fields(event), id=f"{TERMINAL_MS}-{seq}")
     pipe.expire(key, ttl_s)
     for result in pipe.execute(raise_on_error=False):
         if isinstance(result, ResponseError) and _is_stale_id(result):
@@ -205,11 +212,11 @@ def emit_terminal(
 
 
 def terminal_entries(
-    *, done: dict[str, Any], error: dict[str, Any] | None, discard: dict[str, Any] | None
-) -> list[tuple[int, str, dict[str, Any]]]:
-    """(seq, event, data) of a turn's terminal events, in order, under `TERMINAL_MS`."""
-    entries = [(0, "step_restart", discard), (1, "error", error), (2, "done", done)]
-    return [(seq, event, data) for seq, event, data in entries if data is not None]
+    *, done: TurnDone, error: TurnError | None, discard: StepRestart | None
+) -> list[tuple[int, TurnEvent]]:
+    """(seq, event) of a turn's terminal events, in order, under `TERMINAL_MS`."""
+    entries: list[tuple[int, TurnEvent | None]] = [(0, discard), (1, error), (2, done)]
+    return [(seq, event) for seq, event in entries if event is not None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +238,15 @@ def decode_entry(entry_id: bytes | str, fields: dict[Any, Any]) -> Entry:
 
     norm = {text(k): text(v) for k, v in fields.items()}
     return Entry(id=text(entry_id), event=norm.get("event", "message"), data=norm.get("data", "{}"))
+
+
+def read_entries(reply: XReadResponse) -> list[Entry]:
+    """The entries of an XREAD reply on one stream (`[[key, [(id, fields), …]]]`); none when
+    it timed out."""
+    if not reply:
+        return []
+    assert isinstance(reply, list), "stream clients speak RESP2"
+    return [decode_entry(entry_id, fields) for entry_id, fields in reply[0][1]]
 
 
 FIRST_ENTRY = (FIRST_STEP_NO * 1000 + 1, 0)

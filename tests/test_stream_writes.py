@@ -15,6 +15,7 @@ import pytest
 import redis
 from support import Stack, wait_until
 
+from cortex_workers.messages import StepRestart, Token
 from cortex_workers.stream_writer import CLIENT_NAME, PipelinedWriter
 from cortex_workers.streaming import (
     OPEN_ID,
@@ -39,11 +40,11 @@ def _ids(r: redis.Redis, turn_id: uuid.UUID) -> list[str]:
 def test_a_newer_attempt_fences_the_older_one(r: redis.Redis) -> None:
     turn = uuid.uuid4()
     first = StepStream(r, turn, 1, 1, ttl_s=60)
-    assert first.emit("token", {"text": "a"}) and first.emit("token", {"text": "b"})
+    assert first.emit(Token(text="a", step=1)) and first.emit(Token(text="b", step=1))
     second = StepStream(r, turn, 1, 2, ttl_s=60)
-    assert second.emit("step_restart", {"step": 1, "attempt": 2})
-    assert not first.emit("token", {"text": "late"}) and first.fenced
-    assert not StepStream(r, turn, 1, 1, ttl_s=60).emit("token", {"text": "again"})
+    assert second.emit(StepRestart(step=1, attempt=2))
+    assert not first.emit(Token(text="late", step=1)) and first.fenced
+    assert not StepStream(r, turn, 1, 1, ttl_s=60).emit(Token(text="again", step=1))
     assert _ids(r, turn) == [OPEN_ID, "1001-0", "1001-1", "1002-0"]
     assert 0 < r.ttl(stream_key(turn)) <= 60  # type: ignore[operator]
 
@@ -58,7 +59,7 @@ def test_a_blocked_reader_wakes_once_with_the_marker_and_the_first_entry(
     )
     reader.start()
     wait_until(lambda: any(c.get("cmd") == "xread" for c in r.client_list()), what="reader blocked")
-    assert StepStream(r, turn, 1, 1, ttl_s=60).emit("token", {"text": "hello"})
+    assert StepStream(r, turn, 1, 1, ttl_s=60).emit(Token(text="hello", step=1))
     reader.join(timeout=10)
     assert [i.decode() for i, _ in got[0][1]] == [OPEN_ID, "1001-0"]
 
@@ -94,7 +95,7 @@ def test_pipelined_entries_land_in_order_and_flush_waits_for_them(
     turn = uuid.uuid4()
     stream = StepStream(r, turn, 1, 1, ttl_s=60, writer=writer)
     for i in range(200):
-        assert stream.emit("token", {"text": str(i)})
+        assert stream.emit(Token(text=str(i), step=1))
     assert stream.flush() and stream.outcome.in_flight == 0
     entries = r.xrange(stream_key(turn))
     assert [i.decode() for i, _ in entries][:3] == [OPEN_ID, "1001-0", "1001-1"]  # type: ignore[union-attr]
@@ -107,11 +108,11 @@ def test_a_pipelined_attempt_sees_it_was_fenced_at_its_next_emit_or_its_flush(
 ) -> None:
     turn = uuid.uuid4()
     old = StepStream(r, turn, 1, 1, ttl_s=60, writer=writer)
-    assert old.emit("token", {"text": "a"})
-    assert StepStream(r, turn, 1, 2, ttl_s=60).emit("step_restart", {"step": 1, "attempt": 2})
-    assert old.emit("token", {"text": "sent before the refusal is known"})
+    assert old.emit(Token(text="a", step=1))
+    assert StepStream(r, turn, 1, 2, ttl_s=60).emit(StepRestart(step=1, attempt=2))
+    assert old.emit(Token(text="sent before the refusal is known", step=1))
     assert not old.flush() and old.fenced
-    assert not old.emit("token", {"text": "never sent"})
+    assert not old.emit(Token(text="never sent", step=1))
     assert _ids(r, turn) == [OPEN_ID, "1001-0", "1002-0"]
 
 
@@ -120,22 +121,22 @@ def test_a_broken_connection_fails_the_writes_in_flight_and_the_next_ones_reconn
 ) -> None:
     turn = uuid.uuid4()
     stream = StepStream(r, turn, 1, 1, ttl_s=60, writer=writer)
-    assert stream.emit("token", {"text": "a"}) and stream.emit("token", {"text": "b"})
+    assert stream.emit(Token(text="a", step=1)) and stream.emit(Token(text="b", step=1))
     assert stream.flush()
     name = f"{CLIENT_NAME}-{os.getpid()}"
     (mine,) = [c for c in r.client_list() if c.get("name") == name]
     r.client_pause(2000, all=False)  # writes wait: the next entries stay in flight
     try:
-        assert stream.emit("token", {"text": "in flight"})
+        assert stream.emit(Token(text="in flight", step=1))
         r.client_kill_filter(_id=mine["id"])
     finally:
         r.client_unpause()
     with pytest.raises(redis.ConnectionError):
         stream.flush()
     with pytest.raises(redis.ConnectionError):
-        stream.emit("token", {"text": "after the failure"})  # this attempt stops here
+        stream.emit(Token(text="after the failure", step=1))  # this attempt stops here
     fresh = StepStream(r, uuid.uuid4(), 1, 1, ttl_s=60, writer=writer)
-    assert fresh.emit("token", {"text": "x"}) and fresh.emit("token", {"text": "y"})
+    assert fresh.emit(Token(text="x", step=1)) and fresh.emit(Token(text="y", step=1))
     assert fresh.flush()
     assert _ids(r, turn) == [OPEN_ID, "1001-0", "1001-1"]
 
@@ -146,18 +147,19 @@ from gevent import monkey
 
 monkey.patch_all()
 import redis
+from cortex_workers.messages import Token
 from cortex_workers.stream_writer import PipelinedWriter
 from cortex_workers.streaming import StepStream, stream_key
 
 r = redis.Redis.from_url(sys.argv[1])
 writer = PipelinedWriter(r.connection_pool, reply_timeout_s=10)
 warm = StepStream(r, uuid.uuid4(), 1, 1, ttl_s=60, writer=writer)
-assert warm.emit("token", {"text": "a"}) and warm.emit("token", {"text": "b"}) and warm.flush()
+assert warm.emit(Token(text="a", step=1)) and warm.emit(Token(text="b", step=1)) and warm.flush()
 before = writer.writes
 turn = uuid.uuid4()
 stream = StepStream(r, turn, 1, 1, ttl_s=60, writer=writer)
 for i in range(50):  # a burst, as from a model that yields faster than a round trip
-    assert stream.emit("token", {"text": str(i)})
+    assert stream.emit(Token(text=str(i), step=1))
 assert stream.flush()
 print(writer.writes - before, r.xlen(stream_key(turn)))
 """

@@ -4,15 +4,24 @@ stream has expired. Ids follow the stream's scheme so `Last-Event-ID` works on b
 from __future__ import annotations
 
 import asyncio
-import json
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import redis.asyncio as aioredis
 from fastapi.concurrency import run_in_threadpool
+from redis.exceptions import RedisError
+from sse_starlette import ServerSentEvent
 
+from ..messages import (
+    AssistantMessage,
+    StepRestart,
+    Token,
+    ToolCallRequested,
+    TurnEvent,
+    encode,
+)
 from ..runtime import Runtime
 from ..store import proposals, repo, tool_calls
 from ..store import steps as step_store
@@ -22,16 +31,18 @@ from ..streaming import (
     OPEN_ID,
     TERMINAL_MS,
     Entry,
-    decode_entry,
-    emit_terminal,
     follows,
     parse_entry_id,
+    read_entries,
     stream_key,
     terminal_entries,
     tool_batch_ms,
 )
-from ..turns.events import proposal_data, tool_result_of
+from ..turns.events import proposal_changed, tool_result_of
 from ..turns.lifecycle import Ended
+from ..vocabulary import ToolCallStatus
+
+log = logging.getLogger(__name__)
 
 CHECK_DB_EVERY_S = 3.0
 LOST_STREAM_POLL_S = 0.5
@@ -42,7 +53,7 @@ class _Group:
     """The events of one step (or one tool batch) under one stream-id millisecond part."""
 
     ms: int
-    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    events: list[TurnEvent] = field(default_factory=list)
     step: tuple[int, int] | None = None
     """(step_no, attempt) of a model step: resuming inside it restarts its text."""
 
@@ -68,17 +79,21 @@ def _groups(rt: Runtime, turn_id: uuid.UUID) -> tuple[list[_Group], Ended] | Non
             continue
         no, attempt = step.step_no, max(step.attempt, 1)
         group = _Group(no * 1000 + attempt, step=(no, attempt))
-        group.events.append(("token", {"text": m.content, "step": no}))
-        group.events.append(("message", {"role": "assistant", "content": m.content, "step": no}))
+        group.events.append(Token(text=m.content, step=no))
+        group.events.append(AssistantMessage(content=m.content, step=no))
         batch = _Group(tool_batch_ms(no))
         for call in m.tool_calls or ():
-            group.events.append(("tool_call", {**call, "step": no}))
+            group.events.append(
+                ToolCallRequested(
+                    id=call["id"], name=call["name"], arguments=call["arguments"], step=no
+                )
+            )
             row = results.get(call["id"])
-            if row is not None and row.status == "done":
+            if row is not None and row.status == ToolCallStatus.DONE:
                 proposal = by_call.get(row.id)
                 if proposal is not None:
-                    batch.events.append(("proposal", proposal_data(proposal)))
-                batch.events.append(("tool_result", tool_result_of(row)))
+                    batch.events.append(proposal_changed(proposal))
+                batch.events.append(tool_result_of(row))
         groups += [g for g in (group, batch) if g.events]
     return groups, ended
 
@@ -104,13 +119,13 @@ def snapshot(rt: Runtime, turn_id: uuid.UUID, *, last_id: str | None) -> list[En
         if g.ms == last_ms:
             first = last_seq + 1
         if g.step is not None and _inside(g.step, last_ms):
-            events = [("step_restart", {"step": g.step[0], "attempt": g.step[1]}), *events]
-        out += [_entry(g.ms, first + i, event, data) for i, (event, data) in enumerate(events)]
-    for seq, event, data in terminal_entries(
-        done=ended.done_event(), error=ended.error, discard=ended.discard_event()
+            events = [StepRestart(step=g.step[0], attempt=g.step[1]), *events]
+        out += [_entry(g.ms, first + i, event) for i, event in enumerate(events)]
+    for seq, event in terminal_entries(
+        done=ended.done_event(), error=ended.error_event(), discard=ended.discard_event()
     ):
         if (TERMINAL_MS, seq) > (last_ms, last_seq):
-            out.append(_entry(TERMINAL_MS, seq, event, data))
+            out.append(_entry(TERMINAL_MS, seq, event))
     return out
 
 
@@ -121,8 +136,9 @@ def _inside(step: tuple[int, int], last_ms: int) -> bool:
     return no * 1000 < last_ms <= no * 1000 + attempt
 
 
-def _entry(ms: int, seq: int, event: str, data: dict[str, Any]) -> Entry:
-    return Entry(f"{ms}-{seq}", event, json.dumps(data, ensure_ascii=False, default=str))
+def _entry(ms: int, seq: int, event: TurnEvent) -> Entry:
+    name, data = encode(event)
+    return Entry(f"{ms}-{seq}", name, data)
 
 
 def _ensure_terminal(rt: Runtime, turn_id: uuid.UUID) -> bool:
@@ -132,15 +148,28 @@ def _ensure_terminal(rt: Runtime, turn_id: uuid.UUID) -> bool:
         if turn is None or turn.status not in TERMINAL:
             return False
         ended = Ended.of(db, turn)
-    emit_terminal(
-        rt.redis,
-        turn_id,
-        done=ended.done_event(),
-        error=ended.error,
-        discard=ended.discard_event(),
-        ttl_s=rt.settings.stream_ttl_s,
-    )
+    ended.write_terminal_events(rt)
     return True
+
+
+async def turn_sse(
+    rt: Runtime,
+    client: aioredis.Redis,
+    turn_id: uuid.UUID,
+    *,
+    last_id: str | None,
+    running: bool,
+) -> AsyncIterator[bytes]:
+    """The turn's SSE body: the entries of one read in one write, until `done`. A Redis
+    failure ends it early; the client resumes with Last-Event-ID."""
+    try:
+        batches = turn_event_batches(rt, client, turn_id, last_id=last_id, running=running)
+        async for batch in batches:
+            yield b"".join(
+                ServerSentEvent(data=e.data, event=e.event, id=e.id).encode() for e in batch
+            )
+    except RedisError as exc:
+        log.warning("turn %s: event stream ended early: %s", turn_id, exc)
 
 
 async def turn_events(
@@ -186,10 +215,8 @@ async def turn_event_batches(
     position = parse_entry_id(cursor) or (0, 0)
     waited = 0.0
     while True:
-        reply: list[Any] = await client.xread(  # type: ignore[assignment]
-            {key: cursor}, block=1000, count=500
-        )
-        if not reply:
+        entries = read_entries(await client.xread({key: cursor}, block=1000, count=500))
+        if not entries:
             waited += 1.0
             if waited >= CHECK_DB_EVERY_S:
                 waited = 0.0
@@ -198,8 +225,7 @@ async def turn_event_batches(
         waited = 0.0
         whole = False  # this read saw the start marker: everything it returned is whole
         batch: list[Entry] = []
-        for entry_id, fields in reply[0][1]:
-            entry = decode_entry(entry_id, fields)
+        for entry in entries:
             at = parse_entry_id(entry.id) or (0, 0)
             if entry.id == OPEN_ID:
                 cursor, position, whole = entry.id, at, True

@@ -9,15 +9,7 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
-from ..messages import (
-    Completion,
-    FinishEvent,
-    ModelRequest,
-    StreamEvent,
-    TextDelta,
-    ToolCallEvent,
-    UsageEvent,
-)
+from ..messages import Completion, CompletionBuilder, ModelRequest, StreamEvent
 
 
 class Provider(Protocol):
@@ -44,19 +36,12 @@ class ModelPrice:
 
 
 def collect(events: Iterator[StreamEvent]) -> Completion:
-    """The non-streaming call: the same stream, gathered into one answer."""
-    out = Completion()
+    """The non-streaming call: the same stream, gathered into one answer by the same fold a
+    streamed model step uses."""
+    out = CompletionBuilder()
     for event in events:
-        match event:
-            case TextDelta(text=text):
-                out.text += text
-            case ToolCallEvent(call=call):
-                out.tool_calls.append(call)
-            case UsageEvent(input_tokens=i, output_tokens=o):
-                out.input_tokens, out.output_tokens = i, o
-            case FinishEvent(reason=reason):
-                out.finish_reason = reason
-    return out
+        out.add(event)
+    return out.completion
 
 
 def parse_arguments(raw: str) -> dict[str, Any]:

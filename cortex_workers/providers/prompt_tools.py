@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, assert_never
 
 from ..messages import (
     FinishEvent,
@@ -31,6 +31,7 @@ from ..messages import (
     ToolCall,
     ToolCallEvent,
     ToolSpec,
+    UsageEvent,
     WarningEvent,
 )
 from .base import Provider
@@ -191,6 +192,30 @@ def parse_blocks(tail: str, call_index: int) -> Iterator[StreamEvent]:
         pos = end
 
 
+@dataclass(slots=True)
+class _Reply:
+    """The inner model's reply text as it streams in."""
+
+    buffer: str = ""
+    """Text held back: it may be the start of a marker split across deltas."""
+    tail: str | None = None
+    """The reply from the first marker on, once one is seen."""
+
+    def feed(self, text: str) -> str:
+        """Take in a delta; returns the text that can be streamed now."""
+        if self.tail is not None:
+            self.tail += text
+            return ""
+        self.buffer += text
+        found = self.buffer.find(OPEN)
+        if found >= 0:
+            ready, self.tail, self.buffer = self.buffer[:found], self.buffer[found:], ""
+            return ready
+        cut = len(self.buffer) - _held_back(self.buffer)
+        ready, self.buffer = self.buffer[:cut], self.buffer[cut:]
+        return ready
+
+
 class PromptToolsProvider:
     """Offers a request's tools through the prompt to a provider without native tool calling."""
 
@@ -210,30 +235,24 @@ class PromptToolsProvider:
         inner = replace(
             request, tools=(), messages=rewrite_messages(request.messages, request.tools)
         )
-        buffer = ""
-        tail: str | None = None  # the reply from the first marker on, once one is seen
+        reply = _Reply()
         finish: FinishEvent | None = None
         for event in self.inner.stream(inner):
-            if isinstance(event, FinishEvent):
-                finish = event
-            elif not isinstance(event, TextDelta):
-                yield event
-            elif tail is not None:
-                tail += event.text
-            else:
-                buffer += event.text
-                found = buffer.find(OPEN)
-                if found >= 0:
-                    ready, tail, buffer = buffer[:found], buffer[found:], ""
-                else:
-                    keep = _held_back(buffer)
-                    ready, buffer = buffer[: len(buffer) - keep], buffer[len(buffer) - keep :]
-                if ready:
-                    yield TextDelta(ready)
-        if buffer:
-            yield TextDelta(buffer)
+            match event:
+                case TextDelta(text=text):
+                    ready = reply.feed(text)
+                    if ready:
+                        yield TextDelta(ready)
+                case FinishEvent():
+                    finish = event
+                case ToolCallEvent() | UsageEvent() | WarningEvent():
+                    yield event
+                case _:
+                    assert_never(event)
+        if reply.buffer:
+            yield TextDelta(reply.buffer)
         calls = 0
-        for event in parse_blocks(tail or "", request.call_index):
+        for event in parse_blocks(reply.tail or "", request.call_index):
             if isinstance(event, ToolCallEvent):
                 calls += 1
             yield event

@@ -1,39 +1,16 @@
-"""The data of the events a turn's steps publish (the SSE contract in DESIGN.md)."""
+"""The events a turn's stored rows stand for (the SSE contract in docs/events.md)."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from ..messages import ProposalChanged, ToolResultReady
 from ..store.models import Proposal, ToolCallRow
 
 
-def tool_result_data(
-    call_id: str,
-    name: str,
-    *,
-    is_error: bool,
-    content: str,
-    truncated: bool,
-    severity: str = "ok",
-    error: str | None = None,
-) -> dict[str, Any]:
-    """`tool_result`: `severity` is how a UI colours it (ok, info=gray, warning=yellow,
-    error=red); `error` names the failure kind when `is_error`."""
-    return {
-        "id": call_id,
-        "name": name,
-        "is_error": is_error,
-        "content": content,
-        "truncated": truncated,
-        "severity": severity,
-        "error": error,
-    }
-
-
-def tool_result_of(row: ToolCallRow) -> dict[str, Any]:
-    return tool_result_data(
-        row.call_id,
-        row.name,
+def tool_result_of(row: ToolCallRow) -> ToolResultReady:
+    """`tool_result` of a stored tool call."""
+    return ToolResultReady(
+        id=row.call_id,
+        name=row.name,
         is_error=row.is_error,
         content=row.result or "",
         truncated=row.truncated,
@@ -42,16 +19,16 @@ def tool_result_of(row: ToolCallRow) -> dict[str, Any]:
     )
 
 
-def proposal_data(p: Proposal) -> dict[str, Any]:
+def proposal_changed(p: Proposal) -> ProposalChanged:
     """`proposal`: an action awaiting (or past) an operator's decision."""
-    return {
-        "id": str(p.id),
-        "action": p.action,
-        "product": p.product,
-        "rationale": p.rationale,
-        "status": p.status,
-        "params": p.params,
-        "blast_radius": p.blast_radius,
-        "reversible": p.reversible,
-        "expires_at": p.expires_at.isoformat() if p.expires_at else None,
-    }
+    return ProposalChanged(
+        id=str(p.id),
+        action=p.action,
+        product=p.product,
+        rationale=p.rationale,
+        status=p.status,
+        params=p.params,
+        blast_radius=p.blast_radius,
+        reversible=p.reversible,
+        expires_at=p.expires_at.isoformat() if p.expires_at else None,
+    )

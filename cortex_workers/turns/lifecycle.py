@@ -11,12 +11,14 @@ from typing import Any
 
 from sqlalchemy.orm import Session as Db
 
+from ..messages import StepRestart, TurnDone, TurnError, Usage
 from ..runtime import Runtime
 from ..store import repo
 from ..store import steps as step_store
 from ..store.db import transaction
 from ..store.models import Turn
 from ..streaming import cancel_key, emit_terminal
+from ..vocabulary import StepKind, TurnStatus
 from .steps import NextStep, step_ref
 
 
@@ -30,6 +32,7 @@ class Ended:
     output_tokens: int
     cost_usd: float
     error: dict[str, Any] | None
+    """As stored on the turn: `{"code", "message"}`."""
     cut_off: tuple[int, int] | None = None
     """(step_no, attempt) of a model step that ended mid-stream: its partial text is void."""
 
@@ -45,17 +48,34 @@ class Ended:
             step_store.cut_off_model_step(db, turn.id),
         )
 
-    def discard_event(self) -> dict[str, Any] | None:
+    def discard_event(self) -> StepRestart | None:
+        """`step_restart` of the model step the end cut off, if one was."""
         if self.cut_off is None:
             return None
-        return {"step": self.cut_off[0], "attempt": self.cut_off[1]}
+        return StepRestart(step=self.cut_off[0], attempt=self.cut_off[1])
 
-    def done_event(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens},
-            "cost_usd": self.cost_usd,
-        }
+    def error_event(self) -> TurnError | None:
+        if self.error is None:
+            return None
+        return TurnError(code=self.error["code"], message=self.error["message"])
+
+    def done_event(self) -> TurnDone:
+        return TurnDone(
+            status=self.status,
+            usage=Usage(self.input_tokens, self.output_tokens),
+            cost_usd=self.cost_usd,
+        )
+
+    def write_terminal_events(self, rt: Runtime) -> None:
+        """Write the turn's terminal events (idempotent)."""
+        emit_terminal(
+            rt.redis,
+            self.turn_id,
+            done=self.done_event(),
+            error=self.error_event(),
+            discard=self.discard_event(),
+            ttl_s=rt.settings.stream_ttl_s,
+        )
 
 
 def create_model_step(
@@ -71,17 +91,17 @@ def create_model_step(
         db,
         turn_id=turn_id,
         step_no=step_no,
-        kind="model",
+        kind=StepKind.MODEL,
         parent_step_id=parent_step_id,
         call_index=repo.next_model_call_index(db, session_id),
     )
-    return step_ref(step_id, "model")
+    return step_ref(step_id, StepKind.MODEL)
 
 
 def promote_next(rt: Runtime, db: Db, session_id: uuid.UUID) -> list[NextStep]:
     """Start the session's oldest queued turn if none is running. Caller holds the session lock."""
     active = repo.active_turns(db, session_id)
-    if not active or any(t.status == "running" for t in active):
+    if not active or any(t.status == TurnStatus.RUNNING for t in active):
         return []
     turn = repo.get_turn(db, active[0].id)
     if turn is None:  # not while the caller holds the session lock
@@ -104,7 +124,7 @@ def end_turn(
     *,
     session_id: uuid.UUID,
     turn_id: uuid.UUID,
-    status: str,
+    status: TurnStatus,
     error: dict[str, Any] | None = None,
     answer: str | None = None,
 ) -> tuple[Ended | None, list[NextStep]]:
@@ -136,14 +156,14 @@ def fail_turn(
         if turn is None:
             return None, []
         repo.get_session(db, turn.session_id, lock=True)
-        if failed_step_id is not None and turn.status == "running":
+        if failed_step_id is not None and turn.status == TurnStatus.RUNNING:
             step_store.fail_step(db, failed_step_id, error={"code": code, "message": message})
         return end_turn(
             rt,
             db,
             session_id=turn.session_id,
             turn_id=turn_id,
-            status="failed",
+            status=TurnStatus.FAILED,
             error={"code": code, "message": message},
         )
 
@@ -152,13 +172,6 @@ def announce(rt: Runtime, ended: Ended | None) -> None:
     """Write the ended turn's `error` and `done` events (idempotent)."""
     if ended is None:
         return
-    if ended.status == "cancelled":
+    if ended.status == TurnStatus.CANCELLED:
         rt.redis.set(cancel_key(ended.turn_id), "1", ex=rt.settings.stream_ttl_s)
-    emit_terminal(
-        rt.redis,
-        ended.turn_id,
-        done=ended.done_event(),
-        error=ended.error,
-        discard=ended.discard_event(),
-        ttl_s=rt.settings.stream_ttl_s,
-    )
+    ended.write_terminal_events(rt)

@@ -9,13 +9,14 @@ import uuid
 
 from ..errors import RetryableError, TerminalError
 from ..messages import (
+    AssistantMessage,
     Completion,
-    FinishEvent,
+    CompletionBuilder,
     ModelRequest,
+    StepRestart,
     TextDelta,
-    ToolCallEvent,
-    UsageEvent,
-    WarningEvent,
+    Token,
+    ToolCallRequested,
 )
 from ..providers.registry import Route
 from ..runtime import Runtime, get_runtime
@@ -24,6 +25,7 @@ from ..store import tool_calls
 from ..store.db import autocommit, autocommit_connection, transaction
 from ..store.steps import Claim
 from ..streaming import StepStream, emit_batch_event, tool_results_emitted
+from ..vocabulary import StepKind, ToolCallStatus
 from .context import ModelContext, load_model_context
 from .events import tool_result_of
 from .finish import commit_completion, record_model_call
@@ -68,6 +70,8 @@ def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
 
 
 def _run_claimed(rt: Runtime, claim: Claim, ctx: ModelContext, lease: Lease) -> list[NextStep]:
+    """Route the step, wait out a rate limit, stream the completion (past the depth cap, the
+    notice instead), then store it and decide what comes next."""
     depth_exceeded = ctx.depth > rt.settings.max_depth
     route = (
         Route(ctx.provider, ctx.model)
@@ -84,15 +88,47 @@ def _run_claimed(rt: Runtime, claim: Claim, ctx: ModelContext, lease: Lease) -> 
         attempt=claim.attempt,
     )
     if not depth_exceeded:
-        decision = take_rate_limit(rt, route, request)
-        if decision.defer_s is not None:  # nothing was streamed: this attempt does not count
-            with transaction(rt.db) as db:
-                deferred = step_store.defer_step(
-                    db, claim.step_id, claim.attempt, delay_s=decision.defer_s
-                )
-            return (
-                [NextStep(claim.step_id, "model", countdown=decision.defer_s)] if deferred else []
-            )
+        deferred = _defer_if_rate_limited(rt, claim, route, request)
+        if deferred is not None:
+            return deferred
+    stream = _open_stream(rt, claim, ctx)
+    started = time.monotonic()
+    try:
+        if depth_exceeded:
+            completion = _stream_text(stream, claim, DEPTH_NOTICE.format(cap=rt.settings.max_depth))
+        else:
+            completion = _stream_completion(rt, route, request, claim, stream, lease)
+    except Interrupted:
+        return []
+    except Exception as exc:
+        return _on_failure(rt, claim, ctx, route, exc)
+    if not depth_exceeded:
+        rt.health.record_success(route.provider)
+        record_output_tokens(rt, route, completion.output_tokens)
+    latency_ms = int((time.monotonic() - started) * 1000)
+    if not _emit_answer(stream, claim, completion):
+        return []
+    return commit_completion(
+        rt, claim, ctx, route, completion, latency_ms=latency_ms, depth_exceeded=depth_exceeded
+    )
+
+
+def _defer_if_rate_limited(
+    rt: Runtime, claim: Claim, route: Route, request: ModelRequest
+) -> list[NextStep] | None:
+    """None to go ahead; else the step waits out the rate limit (nothing was streamed: this
+    attempt does not count) and this is what to publish."""
+    decision = take_rate_limit(rt, route, request)
+    if decision.defer_s is None:
+        return None
+    with transaction(rt.db) as db:
+        deferred = step_store.defer_step(db, claim.step_id, claim.attempt, delay_s=decision.defer_s)
+    return [NextStep(claim.step_id, StepKind.MODEL, countdown=decision.defer_s)] if deferred else []
+
+
+def _open_stream(rt: Runtime, claim: Claim, ctx: ModelContext) -> StepStream:
+    """This attempt's writer; a retry first tells clients to drop the earlier attempt's text,
+    and a step after a tool batch first repairs the batch's lost results."""
     stream = StepStream(
         rt.redis,
         claim.turn_id,
@@ -102,49 +138,41 @@ def _run_claimed(rt: Runtime, claim: Claim, ctx: ModelContext, lease: Lease) -> 
         writer=rt.stream_writer,
     )
     if claim.attempt > 1:
-        stream.emit("step_restart", {"step": claim.step_no, "attempt": claim.attempt})
+        stream.emit(StepRestart(step=claim.step_no, attempt=claim.attempt))
     if ctx.parent_step_no is not None:
         _repair_tool_results(rt, ctx, claim)
-    started = time.monotonic()
-    try:
-        if depth_exceeded:
-            completion = _stream_text(stream, claim, DEPTH_NOTICE.format(cap=rt.settings.max_depth))
-        else:
-            completion = _stream_completion(rt, route, request, claim, stream, lease)
-    except Interrupted:
-        return []
-    except (RetryableError, TerminalError) as exc:
+    return stream
+
+
+def _on_failure(
+    rt: Runtime, claim: Claim, ctx: ModelContext, route: Route, exc: Exception
+) -> list[NextStep]:
+    """A provider error fails the turn or retries the step; anything else (a bug or an
+    unclassified SDK error) is retried, then visible."""
+    if isinstance(exc, RetryableError | TerminalError):
         exc.message = rt.providers.redact(exc.message)
         if isinstance(exc, TerminalError):
             return _fail(rt, claim, ctx, route, exc)
         rt.health.record_failure(route.provider, exc.message)
         return _retry_or_fail(rt, claim, ctx, route, exc)
-    except Exception as exc:  # a bug or an unclassified SDK error: retried, then visible
-        log.exception("model step %s failed unexpectedly", claim.step_id)
-        wrapped = RetryableError(
-            f"internal error in model step: {type(exc).__name__}: {exc}", code="internal_error"
-        )
-        return _retry_or_fail(rt, claim, ctx, route, wrapped)
-    if not depth_exceeded:
-        rt.health.record_success(route.provider)
-        record_output_tokens(rt, route, completion.output_tokens)
-    latency_ms = int((time.monotonic() - started) * 1000)
-    stream.emit("message", {"role": "assistant", "content": completion.text, "step": claim.step_no})
-    for call in completion.tool_calls:
-        stream.emit(
-            "tool_call",
-            {"id": call.id, "name": call.name, "arguments": call.arguments, "step": claim.step_no},
-        )
-    # every event of the step is in the stream before its tool batch or the end can follow
-    if not stream.flush():
-        return []
-    return commit_completion(
-        rt, claim, ctx, route, completion, latency_ms=latency_ms, depth_exceeded=depth_exceeded
+    log.exception("model step %s failed unexpectedly", claim.step_id, exc_info=exc)
+    wrapped = RetryableError(
+        f"internal error in model step: {type(exc).__name__}: {exc}", code="internal_error"
     )
+    return _retry_or_fail(rt, claim, ctx, route, wrapped)
+
+
+def _emit_answer(stream: StepStream, claim: Claim, completion: Completion) -> bool:
+    """The stored message and its tool calls, then wait until every event of the step is in
+    the stream (before its tool batch or the end can follow); False if fenced."""
+    stream.emit(AssistantMessage(content=completion.text, step=claim.step_no))
+    for call in completion.tool_calls:
+        stream.emit(ToolCallRequested.of(call, step=claim.step_no))
+    return stream.flush()
 
 
 def _stream_text(stream: StepStream, claim: Claim, text: str) -> Completion:
-    stream.emit("token", {"text": text, "step": claim.step_no})
+    stream.emit(Token(text=text, step=claim.step_no))
     return Completion(text=text)
 
 
@@ -157,25 +185,15 @@ def _stream_completion(
     lease: Lease,
 ) -> Completion:
     provider = provider_for(rt, route, request)
-    out = Completion()
+    out = CompletionBuilder()
     for event in provider.stream(request):
         _check(lease)
-        match event:
-            case TextDelta(text=text):
-                out.text += text
-                if not stream.emit("token", {"text": text, "step": claim.step_no}):
-                    raise Interrupted("a newer attempt owns this step")
-            case ToolCallEvent(call=call):
-                out.tool_calls.append(call)
-            case UsageEvent() as usage:
-                out.input_tokens, out.output_tokens = usage.input_tokens, usage.output_tokens
-                out.cache_read_tokens = usage.cache_read_tokens
-                out.cache_write_tokens = usage.cache_write_tokens
-            case WarningEvent() as warning:
-                out.warnings.append(warning)
-            case FinishEvent(reason=reason):
-                out.finish_reason = reason
-    return out
+        out.add(event)
+        if isinstance(event, TextDelta) and not stream.emit(
+            Token(text=event.text, step=claim.step_no)
+        ):
+            raise Interrupted("a newer attempt owns this step")
+    return out.completion
 
 
 def _repair_tool_results(rt: Runtime, ctx: ModelContext, claim: Claim) -> None:
@@ -185,13 +203,9 @@ def _repair_tool_results(rt: Runtime, ctx: ModelContext, claim: Claim) -> None:
     with autocommit(rt.db) as db:  # one read
         calls = tool_calls.of_step(db, claim.parent_step_id)
     for call in calls:
-        if call.call_id not in seen and call.status == "done":
+        if call.call_id not in seen and call.status == ToolCallStatus.DONE:
             emit_batch_event(
-                rt.redis,
-                ctx.turn_id,
-                model_step_no=ctx.parent_step_no,
-                event="tool_result",
-                data=tool_result_of(call),
+                rt.redis, ctx.turn_id, model_step_no=ctx.parent_step_no, event=tool_result_of(call)
             )
 
 
@@ -243,7 +257,7 @@ def _retry_or_fail(
         released = step_store.release_for_retry(
             db, claim.step_id, claim.attempt, delay_s=delay, error=error
         )
-    return [NextStep(claim.step_id, "model", countdown=delay)] if released else []
+    return [NextStep(claim.step_id, StepKind.MODEL, countdown=delay)] if released else []
 
 
 def _audit_failure(

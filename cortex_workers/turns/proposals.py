@@ -9,12 +9,24 @@ import uuid
 from typing import Any
 
 from ..errors import ConflictError, NotFound
+from ..messages import event_data
 from ..runtime import Runtime, get_runtime
 from ..store import proposals
 from ..store.db import transaction
 from ..store.models import Proposal
 from ..streaming import emit_session_notice
-from .events import proposal_data
+from ..vocabulary import ProposalStatus
+from .events import proposal_changed
+
+CONFIRMED = frozenset(
+    {
+        ProposalStatus.CONFIRMED,
+        ProposalStatus.EXECUTING,
+        ProposalStatus.EXECUTED,
+        ProposalStatus.EXECUTION_FAILED,
+    }
+)
+"""A proposal in any of these was confirmed."""
 
 log = logging.getLogger(__name__)
 
@@ -24,14 +36,13 @@ def _notify(rt: Runtime, rows: list[Proposal]) -> None:
         emit_session_notice(
             rt.redis,
             row.session_id,
-            event="proposal",
-            data=proposal_data(row),
+            event=proposal_changed(row),
             ttl_s=rt.settings.stream_ttl_s,
         )
 
 
 def decide(
-    rt: Runtime, *, tenant_id: uuid.UUID, proposal_id: uuid.UUID, status: str
+    rt: Runtime, *, tenant_id: uuid.UUID, proposal_id: uuid.UUID, status: ProposalStatus
 ) -> tuple[Proposal, bool]:
     """Confirm or reject a pending proposal; returns it and whether to start its execution.
 
@@ -44,13 +55,14 @@ def decide(
         changed = proposals.decide(db, proposal_id, status=status)
     if changed is not None:
         _notify(rt, [changed])
-        return changed, status == "confirmed"
+        return changed, status == ProposalStatus.CONFIRMED
     expire_due(rt)  # it may be past its time and not swept yet: record that first
     with transaction(rt.db) as db:
         current = proposals.get(db, proposal_id, tenant_id=tenant_id)
     assert current is not None
-    confirmed = ("confirmed", "executing", "executed", "execution_failed")
-    if current.status == status or (status == "confirmed" and current.status in confirmed):
+    if current.status == status or (
+        status == ProposalStatus.CONFIRMED and current.status in CONFIRMED
+    ):
         return current, False
     raise ConflictError(
         f"proposal {proposal_id} is {current.status}; it can no longer be {status}",
@@ -82,7 +94,7 @@ def execute(proposal_id: uuid.UUID) -> None:
         row = proposals.claim_execution(db, proposal_id)
         if row is None:
             return
-        data = proposal_data(row)
+        data = event_data(proposal_changed(row))  # the executor's argument: the event's data
     try:
         outcome, ok = dict(_executor(rt)(data)), True
     except Exception as exc:  # the operator's hook failed: recorded, visible

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..messages import BatchEvent, ProposalChanged, ToolProgress, ToolResultReady
 from ..runtime import Runtime, get_runtime
 from ..store import proposals, repo, tool_results
 from ..store import steps as step_store
@@ -20,7 +21,8 @@ from ..store.db import autocommit_connection, transaction
 from ..store.steps import Claim
 from ..streaming import emit_batch_event
 from ..tools import Limits, ToolContext, ToolOutcome, run_call
-from .events import proposal_data, tool_result_data
+from ..vocabulary import TurnStatus
+from .events import proposal_changed
 from .leases import keeper
 from .lifecycle import create_model_step
 from .steps import NextStep
@@ -41,6 +43,10 @@ class _Call:
     tenant_id: uuid.UUID
     parent_no: int
 
+    def emit(self, rt: Runtime, event: BatchEvent) -> None:
+        """Append an event to this call's tool batch in the turn's stream."""
+        emit_batch_event(rt.redis, self.claim.turn_id, model_step_no=self.parent_no, event=event)
+
 
 def limits(rt: Runtime) -> Limits:
     s = rt.settings
@@ -60,17 +66,14 @@ def run_tool_step(step_id: uuid.UUID) -> list[NextStep]:
         return []
 
     def progress(elapsed: float) -> None:
-        emit_batch_event(
-            rt.redis,
-            call.claim.turn_id,
-            model_step_no=call.parent_no,
-            event="tool_progress",
-            data={
-                "id": call.call_id,
-                "name": call.name,
-                "elapsed_s": round(elapsed, 1),
-                "message": "this tool call is taking longer than usual",
-            },
+        call.emit(
+            rt,
+            ToolProgress(
+                id=call.call_id,
+                name=call.name,
+                elapsed_s=round(elapsed, 1),
+                message="this tool call is taking longer than usual",
+            ),
         )
 
     with keeper(rt).hold(call.claim.step_id, call.claim.attempt):
@@ -80,21 +83,12 @@ def run_tool_step(step_id: uuid.UUID) -> list[NextStep]:
         return []
     outcome, proposal, publish = done
     if proposal is not None:
-        emit_batch_event(
-            rt.redis,
-            call.claim.turn_id,
-            model_step_no=call.parent_no,
-            event="proposal",
-            data=proposal,
-        )
-    emit_batch_event(
-        rt.redis,
-        call.claim.turn_id,
-        model_step_no=call.parent_no,
-        event="tool_result",
-        data=tool_result_data(
-            call.call_id,
-            call.name,
+        call.emit(rt, proposal)
+    call.emit(
+        rt,
+        ToolResultReady(
+            id=call.call_id,
+            name=call.name,
             is_error=outcome.is_error,
             content=outcome.content,
             truncated=outcome.truncated,
@@ -150,11 +144,11 @@ class _Refused(Exception):
 
 def _commit(
     rt: Runtime, call: _Call, outcome: ToolOutcome
-) -> tuple[ToolOutcome, dict[str, Any] | None, list[NextStep]] | None:
+) -> tuple[ToolOutcome, ProposalChanged | None, list[NextStep]] | None:
     """Store the result in one statement and, if it completes the batch, add the turn's next
     model step, in one transaction under the session's lock."""
     claim = call.claim
-    proposal: dict[str, Any] | None = None
+    proposal: ProposalChanged | None = None
     publish: list[NextStep] = []
     try:
         with transaction(rt.db) as db:
@@ -165,7 +159,7 @@ def _commit(
                 raise _Refused
             parent = claim.parent_step_id or claim.step_id
             batch = tool_results.batch_after(db, parent_step_id=parent, turn_id=claim.turn_id)
-            if batch.open == 0 and batch.turn_status == "running":
+            if batch.open == 0 and batch.turn_status == TurnStatus.RUNNING:
                 publish = create_model_step(
                     db,
                     turn_id=claim.turn_id,
@@ -180,7 +174,7 @@ def _commit(
 
 def _propose(
     rt: Runtime, db: Any, call: _Call, outcome: ToolOutcome
-) -> tuple[dict[str, Any], ToolOutcome]:
+) -> tuple[ProposalChanged, ToolOutcome]:
     """The proposal row of a `propose_action` call, and the result the model reads of it."""
     effect = outcome.effect
     assert effect is not None
@@ -201,11 +195,11 @@ def _propose(
     row = proposals.get(db, pid, tenant_id=call.tenant_id)
     assert row is not None
     content = {"proposal_id": str(pid), "posted_to_chat": True, "awaits_confirmation": True}
-    return proposal_data(row), replace(outcome, content=json.dumps(content))
+    return proposal_changed(row), replace(outcome, content=json.dumps(content))
 
 
 def _result(
-    call: _Call, outcome: ToolOutcome, proposal: dict[str, Any] | None
+    call: _Call, outcome: ToolOutcome, proposal: ProposalChanged | None
 ) -> tool_results.ToolResult:
     claim = call.claim
     return tool_results.ToolResult(
@@ -229,7 +223,7 @@ def _result(
             "truncated": outcome.truncated,
             "severity": outcome.severity,
             "error": outcome.error,
-            **({"proposal_id": proposal["id"]} if proposal else {}),
+            **({"proposal_id": proposal.id} if proposal else {}),
             **({"message": outcome.content[:500]} if outcome.is_error else {}),
         },
     )
