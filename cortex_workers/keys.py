@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+from .vocabulary import RateLimitKind
+
 PREFIX = "cortex"
 
 
@@ -17,8 +19,9 @@ def cancel_key(turn_id: uuid.UUID | str) -> str:
     return f"{PREFIX}:turn:{turn_id}:cancel"
 
 
-def rate_key(scope: str, kind: str) -> str:
-    """A sliding-window rate limit (`kind` is `rpm` or `tpm`) of a provider or provider:model."""
+def rate_key(scope: str, kind: RateLimitKind) -> str:
+    """A sliding-window rate limit (requests or tokens per minute) of a provider or
+    provider:model."""
     return f"{PREFIX}:rate:{scope}:{kind}"
 
 
