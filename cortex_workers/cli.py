@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .admin import check_config, create_key, migrate, use_embedded_if_unset
-from .queues import Queue
+from .queues import QUEUES, Queue
 from .settings import get_settings
 
 CELERY_APP = "config.celery_app:app"
@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = sub.add_parser("worker", help="a Celery worker for some queues")
     worker.add_argument(
-        "--queues", "-Q", required=True, help="comma-separated: llm, tools, summarize, maintenance"
+        "--queues", "-Q", required=True, help=f"comma-separated: {', '.join(QUEUES)}"
     )
     worker.add_argument("--pool", choices=["threads", "prefork", "gevent", "solo"])
     worker.add_argument("--concurrency", "-c", type=int)
