@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import psycopg
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Dialect, Engine, create_engine, event
+from sqlalchemy.engine.interfaces import DBAPIModule
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -30,6 +31,12 @@ def normalize_url(url: str) -> str:
     if url.startswith("postgresql://") or url.startswith("postgres://"):
         return "postgresql+psycopg://" + url.split("://", 1)[1]
     return url
+
+
+def is_disconnect(dialect: Dialect, exc: psycopg.Error, connection: Any, cursor: Any) -> bool:
+    """Whether `exc` means the connection is gone (psycopg's `Error` is the driver module's
+    `Error` that SQLAlchemy's typing names by protocol)."""
+    return dialect.is_disconnect(cast(DBAPIModule.Error, exc), connection, cursor)
 
 
 def make_engine(
@@ -67,7 +74,7 @@ def _ping_when_idle(engine: Engine, after_s: float) -> None:
         try:
             engine.dialect.do_ping(dbapi_connection)
         except psycopg.Error as exc:
-            if engine.dialect.is_disconnect(exc, dbapi_connection, None):  # type: ignore[arg-type]
+            if is_disconnect(engine.dialect, exc, dbapi_connection, None):
                 raise DisconnectionError(str(exc)) from exc
             raise
 

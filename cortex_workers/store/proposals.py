@@ -11,6 +11,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
+from ..vocabulary import ProposalStatus
 from .models import Proposal
 from .repo import now, storable_json, storable_text
 
@@ -22,20 +23,40 @@ def proposal_id_for(tool_call_id: uuid.UUID) -> uuid.UUID:
     return uuid.uuid5(NAMESPACE, str(tool_call_id))
 
 
-def create(db: Db, *, tool_call_id: uuid.UUID, ttl_s: float, **fields: Any) -> uuid.UUID:
+def create(
+    db: Db,
+    *,
+    tool_call_id: uuid.UUID,
+    ttl_s: float,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    turn_id: uuid.UUID,
+    action: str,
+    product: str,
+    params: dict[str, Any],
+    rationale: str,
+    blast_radius: str | None = None,
+    reversible: bool | None = None,
+) -> uuid.UUID:
+    """Store the proposal of a `propose_action` call (once: see `proposal_id_for`), pending
+    for `ttl_s`."""
     pid = proposal_id_for(tool_call_id)
-    values = {
-        k: storable_json(v) if k == "params" else storable_text(v) if isinstance(v, str) else v
-        for k, v in fields.items()
-    }
     db.execute(
         insert(Proposal)
         .values(
             id=pid,
             tool_call_id=tool_call_id,
-            status="pending",
+            status=ProposalStatus.PENDING,
             expires_at=func.now() + timedelta(seconds=ttl_s),
-            **values,
+            tenant_id=tenant_id,
+            session_id=session_id,
+            turn_id=turn_id,
+            action=storable_text(action),
+            product=storable_text(product),
+            params=storable_json(params),
+            rationale=storable_text(rationale),
+            blast_radius=None if blast_radius is None else storable_text(blast_radius),
+            reversible=reversible,
         )
         .on_conflict_do_nothing()
     )
@@ -58,13 +79,13 @@ def of_session(db: Db, session_id: uuid.UUID) -> Sequence[Proposal]:
     )
 
 
-def decide(db: Db, proposal_id: uuid.UUID, *, status: str) -> Proposal | None:
+def decide(db: Db, proposal_id: uuid.UUID, *, status: ProposalStatus) -> Proposal | None:
     """pending → `status` (confirmed or rejected) unless it expired; None if not pending."""
     return db.execute(
         update(Proposal)
         .where(
             Proposal.id == proposal_id,
-            Proposal.status == "pending",
+            Proposal.status == ProposalStatus.PENDING,
             Proposal.expires_at > func.now(),
         )
         .values(status=status, decided_at=now())
@@ -76,14 +97,14 @@ def expire_due(db: Db, *, limit: int = 200) -> Sequence[Proposal]:
     """Pending proposals past their time: now expired."""
     due = (
         select(Proposal.id)
-        .where(Proposal.status == "pending", Proposal.expires_at <= func.now())
+        .where(Proposal.status == ProposalStatus.PENDING, Proposal.expires_at <= func.now())
         .limit(limit)
     )
     return (
         db.execute(
             update(Proposal)
             .where(Proposal.id.in_(due.scalar_subquery()))
-            .values(status="expired", decided_at=now())
+            .values(status=ProposalStatus.EXPIRED, decided_at=now())
             .returning(Proposal)
         )
         .scalars()
@@ -95,8 +116,8 @@ def claim_execution(db: Db, proposal_id: uuid.UUID) -> Proposal | None:
     """confirmed → executing, once: only one executor ever runs a proposal."""
     return db.execute(
         update(Proposal)
-        .where(Proposal.id == proposal_id, Proposal.status == "confirmed")
-        .values(status="executing", execution_started_at=now())
+        .where(Proposal.id == proposal_id, Proposal.status == ProposalStatus.CONFIRMED)
+        .values(status=ProposalStatus.EXECUTING, execution_started_at=now())
         .returning(Proposal)
     ).scalar_one_or_none()
 
@@ -106,9 +127,9 @@ def record_execution(
 ) -> Proposal | None:
     return db.execute(
         update(Proposal)
-        .where(Proposal.id == proposal_id, Proposal.status == "executing")
+        .where(Proposal.id == proposal_id, Proposal.status == ProposalStatus.EXECUTING)
         .values(
-            status="executed" if ok else "execution_failed",
+            status=ProposalStatus.EXECUTED if ok else ProposalStatus.EXECUTION_FAILED,
             executed_at=now(),
             outcome=storable_json(outcome),
         )
@@ -121,7 +142,7 @@ def stuck_confirmed(db: Db, *, older_than_s: float) -> Sequence[uuid.UUID]:
     return (
         db.execute(
             select(Proposal.id).where(
-                Proposal.status == "confirmed",
+                Proposal.status == ProposalStatus.CONFIRMED,
                 Proposal.decided_at < func.now() - timedelta(seconds=older_than_s),
             )
         )
@@ -134,7 +155,7 @@ def fail_lost_executions(db: Db, *, older_than_s: float) -> Sequence[Proposal]:
     """Executions whose worker died: marked failed (never re-run: the effect may have
     happened, so the operator decides)."""
     lost = select(Proposal.id).where(
-        Proposal.status == "executing",
+        Proposal.status == ProposalStatus.EXECUTING,
         Proposal.execution_started_at < func.now() - timedelta(seconds=older_than_s),
     )
     return (
@@ -142,7 +163,7 @@ def fail_lost_executions(db: Db, *, older_than_s: float) -> Sequence[Proposal]:
             update(Proposal)
             .where(Proposal.id.in_(lost.scalar_subquery()))
             .values(
-                status="execution_failed",
+                status=ProposalStatus.EXECUTION_FAILED,
                 executed_at=now(),
                 outcome={
                     "error": "the worker running the executor stopped before reporting; "

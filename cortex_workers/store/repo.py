@@ -76,8 +76,26 @@ def storable_json(value: Any) -> Any:
 # -- sessions and messages ----------------------------------------------------------------------
 
 
-def insert_session(db: Db, tenant_id: uuid.UUID, **fields: Any) -> Session:
-    row = Session(tenant_id=tenant_id, **fields)
+def insert_session(
+    db: Db,
+    tenant_id: uuid.UUID,
+    *,
+    name: str | None = None,
+    system_prompt: str | None = None,
+    provider: str | None = None,
+    model: str | None = None,
+    tools: list[str] | None = None,
+    metadata_: dict[str, Any] | None = None,
+) -> Session:
+    row = Session(
+        tenant_id=tenant_id,
+        name=name,
+        system_prompt=system_prompt,
+        provider=provider,
+        model=model,
+        tools=tools,
+        metadata_={} if metadata_ is None else metadata_,
+    )
     db.add(row)
     db.flush()
     return row
@@ -112,20 +130,34 @@ def insert_message(
     role: str,
     content: str,
     seq: int | None = None,
-    **fields: Any,
+    turn_id: uuid.UUID | None = None,
+    step_id: uuid.UUID | None = None,
+    tool_calls: list[dict[str, Any]] | None = None,
+    tool_call_id: str | None = None,
+    name: str | None = None,
+    is_error: bool = False,
 ) -> int | None:
     """Store a message (under `seq` when the caller already allocated it); returns its seq,
     or None when it was already stored (redelivery)."""
     if seq is None:
         seq = allocate_message_seq(db, session_id)
-    row = {
+    row: dict[str, Any] = {
         "id": uuid.uuid4(),
         "session_id": session_id,
         "seq": seq,
         "role": role,
         "content": storable_text(content),
-        **{k: storable_json(v) if k == "tool_calls" else v for k, v in fields.items()},
+        "is_error": is_error,
     }
+    optional = {
+        "turn_id": turn_id,
+        "step_id": step_id,
+        "tool_calls": None if tool_calls is None else storable_json(tool_calls),
+        "tool_call_id": tool_call_id,
+        "name": name,
+    }
+    # an absent value is SQL NULL (a bound None would be JSON null in `tool_calls`)
+    row.update({k: v for k, v in optional.items() if v is not None})
     stored: int | None = db.execute(_INSERT_MESSAGE, row).scalar_one_or_none()
     return stored
 

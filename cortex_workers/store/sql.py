@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import UserDefinedType
 
-from .db import Executor
+from .db import Executor, is_disconnect
 
 
 class _Untyped(UserDefinedType[Any]):
@@ -107,7 +107,7 @@ class Precompiled:
             cursor.execute(form.sql, values)
             return cursor.fetchall()
         except psycopg.Error as exc:
-            lost = conn.dialect.is_disconnect(exc, raw, cursor)  # type: ignore[arg-type]
+            lost = is_disconnect(conn.dialect, exc, raw, cursor)
             if lost:
                 conn.invalidate(exc)
             raise DBAPIError.instance(

@@ -26,7 +26,9 @@ def _seen_elsewhere(stack: Stack, name: str) -> bool:
     url = normalize_url(stack.database_url).replace("postgresql+psycopg://", "postgresql://")
     with psycopg.connect(url, autocommit=True) as other:
         row = other.execute("select count(*) from autocommit_probe where name = %s", (name,))
-        return bool(row.fetchone()[0])  # type: ignore[index]
+        found = row.fetchone()
+        assert found is not None
+        return bool(found[0])
 
 
 Opener = Callable[[Engine], AbstractContextManager[Any]]

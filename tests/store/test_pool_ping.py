@@ -6,14 +6,14 @@ import time
 
 import psycopg
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 from sqlalchemy.exc import OperationalError
 from support import Stack
 
 from cortex_workers.store.db import make_engine, normalize_url
 
 
-def _backend_pid(engine) -> int:  # type: ignore[no-untyped-def]
+def _backend_pid(engine: Engine) -> int:
     with engine.begin() as conn:
         return int(conn.execute(text("select pg_backend_pid()")).scalar_one())
 

@@ -157,7 +157,9 @@ def test_a_gated_reply_stores_nothing_while_a_later_turn_waits(
 ) -> None:
     r = _running_turn(factory)
     with transaction(factory) as db:
-        tenant_id = db.get(Session, r.session_id).tenant_id  # type: ignore[union-attr]
+        session = db.get(Session, r.session_id)
+        assert session is not None
+        tenant_id = session.tenant_id
         new_turns.insert_turn(
             db, tenant_id=tenant_id, session_id=r.session_id, start_timeout_s=None, content="next"
         )

@@ -44,12 +44,12 @@ def _start(
         )
 
 
-def _turns(factory: sessionmaker[Db], session_id: uuid.UUID) -> list[tuple[int, str]]:
+def _turns(factory: sessionmaker[Db], session_id: uuid.UUID) -> list[tuple[int, TurnStatus]]:
     with transaction(factory) as db:
         rows = db.execute(
             select(Turn.seq, Turn.status).where(Turn.session_id == session_id).order_by(Turn.seq)
         ).all()
-        return [tuple(r) for r in rows]  # type: ignore[misc]
+        return [(r.seq, r.status) for r in rows]
 
 
 def test_an_idle_session_starts_the_turn_with_its_message_and_first_step(
