@@ -2,9 +2,10 @@
 
 Functions take an open SQLAlchemy session inside a transaction; the caller owns the commit.
 The hot path's one-statement writes have their own modules: a new turn in `store.new_turns`,
-a model step's reply in `store.replies`, a tool's result in `store.tool_results`. Steps,
-leases and the reconciler's queries are in `store.steps`, tool calls in `store.tool_calls`,
-tenants and their keys in `store.tenants`, proposals in `store.proposals`.
+a model step's reply in `store.replies`, a tool's result in `store.tool_results`, a step's
+claim in `store.claims`. Steps, leases and the reconciler's queries are in `store.steps`, tool
+calls in `store.tool_calls`, tenants and their keys in `store.tenants`, proposals in
+`store.proposals`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from .models import (
     turns_table,
 )
 
-# Statements of the hot path, built once (see `store.steps`): parameters bound by name
+# Statements of the hot path, built once (see `store.claims`): parameters bound by name
 # (`b_…`, `d_…` for amounts added), the values of a SET or an INSERT as column keys.
 _m, _ss, _tt, _st = messages_table.c, sessions_table.c, turns_table.c, steps_table.c
 

@@ -1,5 +1,5 @@
-"""Pieces of the hand-built hot-path statements (`store.new_turns`, `store.replies`,
-`store.tool_results`, `store.steps`), and `Precompiled`, which runs them."""
+"""Pieces of the hand-built hot-path statements (`store.new_turns`, `store.reply_statement`,
+`store.tool_results`, `store.claims`), and `Precompiled`, which runs them."""
 
 from __future__ import annotations
 
