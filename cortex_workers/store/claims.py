@@ -19,6 +19,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from ..vocabulary import StepKind, StepStatus, TurnStatus
 from .db import Executor
 from .models import messages_table, sessions_table, steps_table, tool_calls_table, turns_table
+from .replies import ToolCallDoc
 from .sql import Precompiled, const
 
 _s, _t = steps_table.c, turns_table.c
@@ -57,8 +58,8 @@ class HistoryEntry(TypedDict):
 
     role: str
     content: str
-    tool_calls: list[dict[str, Any]] | None
-    """As the assistant message stored them: `{"id", "name", "arguments"}` each."""
+    tool_calls: list[ToolCallDoc] | None
+    """As the assistant message stored them."""
     tool_call_id: str | None
     name: str | None
     is_error: bool
@@ -75,7 +76,8 @@ class ModelStepView:
     system_prompt: str | None
     provider: str | None
     model: str | None
-    tools: list[Any] | None
+    tools: list[str] | None
+    """The session's tools (None: every registered tool)."""
     session_metadata: dict[str, Any] | None
     summary: str
     summary_upto_seq: int

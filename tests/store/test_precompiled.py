@@ -8,11 +8,11 @@ import importlib
 import pkgutil
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 import sqlalchemy.exc
-from sqlalchemy import Engine, bindparam, func, literal, select, text
+from sqlalchemy import Engine, Integer, bindparam, func, literal, select, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
 from support import Stack
@@ -62,6 +62,27 @@ def test_no_precompiled_statement_lists_two_tables_in_one_from(name: str) -> Non
     turn's user message that way."""
     sql = PRECOMPILED[name]._compile(psycopg_dialect()).sql
     assert not re.search(r"FROM \w+(?: AS \w+)?, \w+", sql), sql
+
+
+@pytest.mark.parametrize("name", sorted(PRECOMPILED))
+def test_every_precompiled_statement_declares_its_parameter_set(name: str) -> None:
+    """A TypedDict that compiling checks against what the statement binds."""
+    assert PRECOMPILED[name].params is not None
+
+
+class _Upto(TypedDict):
+    upto: int
+
+
+class _Other(TypedDict):
+    other: int
+
+
+def test_a_parameter_set_that_differs_from_what_the_statement_binds_is_refused() -> None:
+    statement = select(bindparam("upto", type_=Integer).label("n"))
+    Precompiled(statement, params=_Upto)._compile(psycopg_dialect())
+    with pytest.raises(TypeError, match="make them agree"):
+        Precompiled(statement, params=_Other)._compile(psycopg_dialect())
 
 
 def test_a_statement_that_expands_at_execution_is_refused() -> None:
