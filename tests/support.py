@@ -415,3 +415,20 @@ endpoint: {{method: POST, url: "http://localhost:{port}/tickets/search"}}
 timeout: 5s
 """)
     (directory / "broken.yaml").write_text("name: broken\nendpoint: [not, a, mapping\n")
+
+
+def require_program(name: str, why: str) -> str:
+    """The path of the system program `name`. Without it the test skips, saying why; with
+    CORTEX_REQUIRE_SYSTEM_PROGRAMS=1 (as .ci/run sets) it fails instead, so that CI cannot pass
+    by skipping. scripts/test installs the programs it can (as root, with apt-get)."""
+    import shutil
+
+    import pytest
+
+    path = shutil.which(name)
+    if path is not None:
+        return path
+    reason = f"{name} is not installed ({why}); scripts/test installs it when run as root with apt"
+    if os.environ.get("CORTEX_REQUIRE_SYSTEM_PROGRAMS") == "1":
+        pytest.fail(f"{reason}, and CORTEX_REQUIRE_SYSTEM_PROGRAMS=1 makes that a failure")
+    pytest.skip(reason)
