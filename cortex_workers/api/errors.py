@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, TypedDict
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -68,9 +68,20 @@ def _status_of(exc: CortexError) -> int:
     return 400
 
 
-def _clean(errors: list[Any]) -> list[dict[str, Any]]:
+class FieldError(TypedDict):
+    """One problem of a request that failed validation (a 422's `details` lists them)."""
+
+    loc: list[str | int]
+    """Where: `body`, `query`, `path` or `header`, then field names and list indexes."""
+    msg: str
+    type: str
+
+
+def _clean(errors: list[Any]) -> list[FieldError]:
+    """Pydantic's errors reduced to where, what and which kind: `input` would echo the request
+    back, and `ctx` may hold values JSON cannot carry."""
     return [
-        {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+        FieldError(loc=list(e.get("loc", ())), msg=e.get("msg", ""), type=e.get("type", ""))
         for e in errors
     ]
 
@@ -89,7 +100,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = _clean(list(exc.errors()))
-        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        first = errors[0] if errors else FieldError(loc=[], msg="invalid request", type="")
         where = ".".join(str(p) for p in first["loc"])
         return error_response(422, "validation_error", f"{where}: {first['msg']}", errors)
 
