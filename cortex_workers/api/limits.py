@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .errors import error_response
 
 
 class BodyTooLarge(HTTPException):
@@ -33,7 +33,7 @@ class BodySizeLimit:
             except ValueError:
                 too_big = False
             if too_big:
-                await self._reject(send)
+                await self._reject(scope, receive, send)
                 return
         seen = 0
         started = False
@@ -57,26 +57,9 @@ class BodySizeLimit:
             await self.app(scope, limited_receive, tracking_send)
         except BodyTooLarge:
             if not started:
-                await self._reject(send)
+                await self._reject(scope, receive, send)
 
-    async def _reject(self, send: Send) -> None:
-        body = json.dumps(
-            {
-                "error": {
-                    "code": "payload_too_large",
-                    "message": f"request body exceeds {self.max_bytes} bytes",
-                    "details": {"max_bytes": self.max_bytes},
-                }
-            }
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = f"request body exceeds {self.max_bytes} bytes"
+        response = error_response(413, "payload_too_large", message, {"max_bytes": self.max_bytes})
+        await response(scope, receive, send)
