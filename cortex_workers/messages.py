@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, assert_never
 
 Role = Literal["system", "user", "assistant", "tool"]
+FinishReason = Literal["stop", "tool_calls", "length", "cancelled"]
 PREVIOUS_SUMMARY = "Previous summary:\n"
 """Prefix of the system message that carries the rolling summary into a summarize request."""
 
@@ -96,7 +97,7 @@ class WarningEvent:
 
 @dataclass(frozen=True, slots=True)
 class FinishEvent:
-    reason: Literal["stop", "tool_calls", "length", "cancelled"] = "stop"
+    reason: FinishReason = "stop"
     kind: Literal["finish"] = "finish"
 
 

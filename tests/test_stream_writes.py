@@ -19,7 +19,9 @@ from cortex_workers.messages import StepRestart, Token
 from cortex_workers.stream_writer import CLIENT_NAME, PipelinedWriter
 from cortex_workers.streaming import (
     OPEN_ID,
+    Entry,
     StepStream,
+    decode_entry,
     follows,
     parse_entry_id,
     stream_key,
@@ -33,8 +35,12 @@ def r(stack: Stack) -> Iterator[redis.Redis]:
     client.close()
 
 
+def _entries(r: redis.Redis, turn_id: uuid.UUID) -> list[Entry]:
+    return [decode_entry(i or b"", f or {}) for i, f in r.xrange(stream_key(turn_id)) or ()]
+
+
 def _ids(r: redis.Redis, turn_id: uuid.UUID) -> list[str]:
-    return [i.decode() for i, _ in r.xrange(stream_key(turn_id))]  # type: ignore[union-attr]
+    return [e.id for e in _entries(r, turn_id)]
 
 
 def test_a_newer_attempt_fences_the_older_one(r: redis.Redis) -> None:
@@ -46,7 +52,7 @@ def test_a_newer_attempt_fences_the_older_one(r: redis.Redis) -> None:
     assert not first.emit(Token(text="late", step=1)) and first.fenced
     assert not StepStream(r, turn, 1, 1, ttl_s=60).emit(Token(text="again", step=1))
     assert _ids(r, turn) == [OPEN_ID, "1001-0", "1001-1", "1002-0"]
-    assert 0 < r.ttl(stream_key(turn)) <= 60  # type: ignore[operator]
+    assert 0 < r.ttl(stream_key(turn)) <= 60
 
 
 def test_a_blocked_reader_wakes_once_with_the_marker_and_the_first_entry(
@@ -55,7 +61,7 @@ def test_a_blocked_reader_wakes_once_with_the_marker_and_the_first_entry(
     turn = uuid.uuid4()
     got: list[Any] = []
     reader = threading.Thread(
-        target=lambda: got.extend(r.xread({stream_key(turn): "0-0"}, block=10_000) or [])  # type: ignore[arg-type]
+        target=lambda: got.extend(r.xread({stream_key(turn): "0-0"}, block=10_000) or [])
     )
     reader.start()
     wait_until(lambda: any(c.get("cmd") == "xread" for c in r.client_list()), what="reader blocked")
@@ -97,9 +103,9 @@ def test_pipelined_entries_land_in_order_and_flush_waits_for_them(
     for i in range(200):
         assert stream.emit(Token(text=str(i), step=1))
     assert stream.flush() and stream.outcome.in_flight == 0
-    entries = r.xrange(stream_key(turn))
-    assert [i.decode() for i, _ in entries][:3] == [OPEN_ID, "1001-0", "1001-1"]  # type: ignore[union-attr]
-    texts = [json.loads(f[b"data"])["text"] for _, f in entries[1:]]  # type: ignore[index]
+    entries = _entries(r, turn)
+    assert [e.id for e in entries][:3] == [OPEN_ID, "1001-0", "1001-1"]
+    texts = [json.loads(e.data)["text"] for e in entries[1:]]
     assert texts == [str(i) for i in range(200)]
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import CortexError, RetryableError, TerminalError
 from ..messages import (
     FinishEvent,
+    FinishReason,
     Message,
     ModelRequest,
     StreamEvent,
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     import anthropic
     from anthropic.types import MessageParam, RawMessageStreamEvent, ToolParam
 
-FinishReason = Literal["stop", "tool_calls", "length", "cancelled"]
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 RETRYABLE_STREAM_ERRORS = frozenset(

@@ -10,6 +10,7 @@ import pytest
 from cortex_workers.errors import RetryableError
 from cortex_workers.messages import (
     FinishEvent,
+    FinishReason,
     Message,
     ModelRequest,
     StreamEvent,
@@ -38,7 +39,7 @@ class FakeInner:
     name = "fake"
 
     def __init__(
-        self, chunks: list[str], finish: str = "stop", error: Exception | None = None
+        self, chunks: list[str], finish: FinishReason = "stop", error: Exception | None = None
     ) -> None:
         self.chunks = chunks
         self.finish = finish
@@ -53,7 +54,7 @@ class FakeInner:
             raise self.error
         yield UsageEvent(10, 5)
         yield WarningEvent("inner", "from the inner provider")
-        yield FinishEvent(self.finish)  # type: ignore[arg-type]
+        yield FinishEvent(self.finish)
 
 
 def request(*messages: Message, tools: tuple[ToolSpec, ...] = (CALC, CLOCK)) -> ModelRequest:

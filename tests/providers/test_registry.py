@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,8 +37,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("CORTEX_CONFIG", str(empty))
 
 
-def registry(**values: object) -> ProviderRegistry:
-    return ProviderRegistry(Settings(**values))  # type: ignore[arg-type]
+def registry(**values: Any) -> ProviderRegistry:
+    return ProviderRegistry(Settings(**values))
 
 
 def from_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> ProviderRegistry:
@@ -161,7 +162,8 @@ output_per_mtok = 2.0
 """,
     )
     assert reg.price("openai", "gpt-4o").cost(10**6, 10**6) == pytest.approx(3.0)
-    assert reg.catalog.lookup("gpt-4o").context == 128000  # type: ignore[union-attr]
+    entry = reg.catalog.lookup("gpt-4o")
+    assert entry is not None and entry.context == 128000
 
 
 def test_routes_go_from_the_session_model_to_backups_then_to_fallback_providers(
