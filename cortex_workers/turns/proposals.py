@@ -6,7 +6,8 @@ from __future__ import annotations
 import importlib
 import logging
 import uuid
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from ..errors import ConflictError, NotFound
 from ..messages import event_data
@@ -82,9 +83,13 @@ def expire_due(rt: Runtime) -> int:
     return len(changed)
 
 
-def _executor(rt: Runtime) -> Any:
+Executor = Callable[[dict[str, Any]], Mapping[str, Any]]
+"""`fn(proposal) -> outcome`: see `executors.py`."""
+
+
+def _executor(rt: Runtime) -> Executor:
     module, _, name = rt.settings.proposal_executor.partition(":")
-    return getattr(importlib.import_module(module), name)
+    return cast(Executor, getattr(importlib.import_module(module), name))
 
 
 def execute(proposal_id: uuid.UUID) -> None:

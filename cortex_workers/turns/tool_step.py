@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sqlalchemy.orm import Session as Db
+
 from ..messages import BatchEvent, ProposalChanged, ToolProgress, ToolResultReady
 from ..runtime import Runtime, get_runtime
 from ..store import proposals, repo, tool_results
@@ -36,7 +38,7 @@ class _Call:
     tool_call_id: uuid.UUID
     call_id: str
     name: str
-    arguments: Any
+    arguments: dict[str, Any]
     allowed: list[str] | None
     session_id: uuid.UUID
     session_name: str | None
@@ -173,7 +175,7 @@ def _commit(
 
 
 def _propose(
-    rt: Runtime, db: Any, call: _Call, outcome: ToolOutcome
+    rt: Runtime, db: Db, call: _Call, outcome: ToolOutcome
 ) -> tuple[ProposalChanged, ToolOutcome]:
     """The proposal row of a `propose_action` call, and the result the model reads of it."""
     effect = outcome.effect
