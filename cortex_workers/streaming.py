@@ -10,7 +10,8 @@ Every entry has an explicit id so that writes are idempotent and fenced:
 - the stream's start marker `0-1` (never sent to clients), written with the turn's first
   step: a stream without it lost its beginning (Redis restarted without its data while the
   turn ran) and is rebuilt from Postgres by the reader.
-Each entry holds two fields: `event` (the SSE event name) and `data` (JSON).
+Each entry holds two fields: `event` (the SSE event name) and `data` (JSON), both from
+`messages.encode` of a typed event (the snapshot from Postgres encodes the same way).
 """
 
 from __future__ import annotations
