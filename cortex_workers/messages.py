@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, assert_never
 
+from .vocabulary import ProposalStatus, ToolSeverity, TurnStatus
+
 Role = Literal["system", "user", "assistant", "tool"]
 FinishReason = Literal["stop", "tool_calls", "length", "cancelled"]
 PREVIOUS_SUMMARY = "Previous summary:\n"
@@ -188,9 +190,8 @@ class ToolResultReady:
     is_error: bool
     content: str
     truncated: bool
-    severity: str
-    """How a UI colours it: a `vocabulary.ToolSeverity` (ok, info=gray, warning=yellow,
-    error=red)."""
+    severity: ToolSeverity
+    """How a UI colours it: ok, info=gray, warning=yellow, error=red."""
     error: str | None
     """The failure's kind when `is_error`."""
     event: Literal["tool_result"] = "tool_result"
@@ -216,8 +217,7 @@ class ProposalChanged:
     action: str
     product: str
     rationale: str
-    status: str
-    """A `vocabulary.ProposalStatus`."""
+    status: ProposalStatus
     params: dict[str, Any]
     blast_radius: str | None
     reversible: bool | None
@@ -265,8 +265,8 @@ class Usage:
 class TurnDone:
     """The turn's last event: its terminal status and totals."""
 
-    status: str
-    """A terminal `vocabulary.TurnStatus`."""
+    status: TurnStatus
+    """A terminal one."""
     usage: Usage
     cost_usd: float
     event: Literal["done"] = "done"

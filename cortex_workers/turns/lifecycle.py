@@ -27,7 +27,7 @@ class Ended:
     """A turn that reached a terminal status in this transaction; announce it after commit."""
 
     turn_id: uuid.UUID
-    status: str
+    status: TurnStatus
     input_tokens: int
     output_tokens: int
     cost_usd: float
