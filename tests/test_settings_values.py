@@ -53,6 +53,8 @@ def test_the_settings_read_durations_from_the_config_file_with_env_substitution(
     config = tmp_path / "cortex.toml"
     config.write_text('[llm]\ncooldown = "1m30s"\nrate_limit_max_wait = "${WAIT}"\n')
     monkeypatch.setenv("CORTEX_CONFIG", str(config))
+    for name in ("CORTEX_LLM_COOLDOWN_S", "CORTEX_LLM_RATE_WAIT_MAX_S"):  # the environment wins
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("WAIT", "500ms")
     reset_settings()
     try:
