@@ -310,7 +310,7 @@ class PluginManifest(_Table):
     timeout: Annotated[float, BeforeValidator(_timeout)] = DEFAULT_TIMEOUT_S
     """Seconds a call may take (at most `HARD_CEILING_S`)."""
     allow_private_host: Flag = False
-    """Whether the endpoint may be a private, loopback or link-local address."""
+    """Whether the endpoint may be a loopback, private or CGNAT address (docs/tools.md)."""
     read_only: Flag = True
 
     @model_validator(mode="after")
