@@ -266,10 +266,15 @@ def _queue_families(stats: Sequence[QueueStats]) -> list[Metric]:
 
 
 class _ThisProcess(Collector):
-    """The default registry's families, for a scrape registry of a single process."""
+    """The default registry's families, for a scrape registry of a single process.
 
-    def collect(self) -> Iterable[Metric]:
-        return REGISTRY.collect()
+    Without the `_created` series, which multiprocess mode does not have either: both modes
+    expose the same names."""
+
+    def collect(self) -> Iterator[Metric]:
+        for family in REGISTRY.collect():
+            family.samples = [s for s in family.samples if not s.name.endswith("_created")]
+            yield family
 
 
 class _MultiProcessFactory(Protocol):

@@ -265,7 +265,7 @@ def link_to(traceparent: str | None) -> None:
 
 def record_error(span: Span, exc: BaseException) -> None:
     """Marks `span` failed by `exc`: status ERROR, `error.type`, and an exception event."""
-    if not span.is_recording():
+    if _STATE.tracer is None or not span.is_recording():
         return
     error_type = type(exc).__qualname__
     span.set_status(Status(StatusCode.ERROR, error_type))
@@ -349,7 +349,7 @@ def record_model_response(
     finish_reasons: Sequence[str] = (),
 ) -> None:
     """What the provider answered, on the `model_call_span`."""
-    if not span.is_recording():
+    if _STATE.tracer is None or not span.is_recording():
         return
     if response_model:
         span.set_attribute("gen_ai.response.model", str(response_model))
@@ -366,7 +366,7 @@ def record_model_content(
 ) -> None:
     """The prompt and completion (JSON text) on the `model_call_span`, only when
     `CORTEX_TRACE_CONTENT=true`: otherwise they never leave the database."""
-    if not span.is_recording() or not trace_content_enabled():
+    if _STATE.tracer is None or not span.is_recording() or not trace_content_enabled():
         return
     if input_messages is not None:
         span.set_attribute("gen_ai.input.messages", input_messages)
@@ -388,7 +388,7 @@ def record_tool_content(
 ) -> None:
     """A tool's arguments and result (JSON text) on the `tool_span`, only when
     `CORTEX_TRACE_CONTENT=true`."""
-    if not span.is_recording() or not trace_content_enabled():
+    if _STATE.tracer is None or not span.is_recording() or not trace_content_enabled():
         return
     if arguments is not None:
         span.set_attribute("gen_ai.tool.call.arguments", arguments)
