@@ -35,6 +35,11 @@ class Prometheus:
         assert response.status_code == 200 and body["status"] == "success", (expr, body)
         return body
 
+    def alert_names(self) -> set[str]:
+        """The alerting rules the server loaded."""
+        body = httpx.get(f"{self.url}/api/v1/rules", timeout=10).json()
+        return {rule["name"] for group in body["data"]["groups"] for rule in group["rules"]}
+
     def up(self, job: str) -> bool:
         result = self.query(f'up{{job="{job}"}} == 1')["data"]["result"]
         return bool(result)
