@@ -294,7 +294,7 @@ def registry_for_scrape(extra: Sequence[Collector] = ()) -> CollectorRegistry:
 
     Build one per scrape: it is cheap, and `extra` collectors are registered on it only.
     """
-    registry = CollectorRegistry(auto_describe=True)
+    registry = CollectorRegistry()
     path = multiprocess_dir()
     if path is not None:
         collector: _MultiProcessFactory = multiprocess.MultiProcessCollector
