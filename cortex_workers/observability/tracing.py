@@ -23,7 +23,6 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from types import TracebackType
 from typing import TYPE_CHECKING
 from uuid import UUID
@@ -185,6 +184,8 @@ def _exporter(name: str) -> SpanExporter:
 
 
 def _exporter_from_entry_point(name: str) -> SpanExporter:
+    from importlib.metadata import entry_points
+
     from opentelemetry.sdk.trace.export import SpanExporter
 
     found = entry_points(group=_EXPORTER_GROUP, name=name)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 from support import free_port, wait_until
@@ -108,6 +109,22 @@ def test_processes_sharing_a_multiprocess_dir_add_up_and_dead_ones_leave_the_liv
     samples = _samples(metrics.render_latest()[0].decode())
     assert _value(samples, "cortex_sse_connections", stream="turn") == 1
     assert _value(samples, "cortex_turns_total", status="done") == 7  # counters outlive the pid
+
+
+def test_the_queue_statistics_are_read_at_each_scrape_and_not_when_registered() -> None:
+    reads: list[int] = []
+
+    def fetch() -> list[metrics.QueueStats]:
+        reads.append(1)
+        return [metrics.QueueStats(queue="tools", depth=len(reads), oldest_age_s=0.0, in_flight=0)]
+
+    collector = metrics.QueueStatsCollector(fetch)
+    registry = metrics.registry_for_scrape([collector])
+    assert reads == []
+    first = _samples(generate_latest(registry).decode())
+    second = _samples(metrics.render_latest([collector])[0].decode())
+    assert _value(first, "cortex_queue_depth", queue="tools") == 1
+    assert _value(second, "cortex_queue_depth", queue="tools") == 2
 
 
 def test_a_failing_queue_statistics_query_leaves_the_families_empty_and_the_scrape_whole() -> None:
