@@ -265,6 +265,9 @@ def _queue_families(stats: Sequence[QueueStats]) -> list[Metric]:
     return [depth, oldest, in_flight]
 
 
+_WITH_CREATED = frozenset({"counter", "histogram", "summary"})
+
+
 class _ThisProcess(Collector):
     """The default registry's families, for a scrape registry of a single process.
 
@@ -273,7 +276,8 @@ class _ThisProcess(Collector):
 
     def collect(self) -> Iterator[Metric]:
         for family in REGISTRY.collect():
-            family.samples = [s for s in family.samples if not s.name.endswith("_created")]
+            if family.type in _WITH_CREATED:
+                family.samples = [s for s in family.samples if not s.name.endswith("_created")]
             yield family
 
 
