@@ -19,6 +19,18 @@ from .turns.steps import NextStep
 log = logging.getLogger(__name__)
 
 
+def argsrepr(step: NextStep) -> str:
+    """How a step's task shows in Flower and in task events: its ids and kind, searchable by
+    any of them. The task's argument is the step id only; nothing of the conversation."""
+    parts = [f"step={step.id}"]
+    if step.turn_id is not None:
+        parts.append(f"turn={step.turn_id}")
+    if step.session_id is not None:
+        parts.append(f"session={step.session_id}")
+    parts.append(f"kind={step.kind.value}")
+    return " ".join(parts)
+
+
 def publish(steps: Iterable[NextStep]) -> int:
     """Send each step's task (task id = step id); returns how many were sent."""
     sent = 0
@@ -31,6 +43,8 @@ def publish(steps: Iterable[NextStep]) -> int:
                 task_id=str(step.id),
                 queue=route.queue.value,
                 countdown=step.countdown or None,
+                argsrepr=argsrepr(step),
+                kwargsrepr="",
             )
             sent += 1
         except Exception:  # broker down: the reconciler will re-publish from Postgres
@@ -51,6 +65,8 @@ def publish_execution(proposal_id: uuid.UUID) -> None:
             args=[str(proposal_id)],
             task_id=f"execute-{proposal_id}",
             queue=Queue.TOOLS.value,
+            argsrepr=f"proposal={proposal_id}",
+            kwargsrepr="",
         )
     except Exception:
         log.warning(

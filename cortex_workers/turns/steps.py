@@ -16,8 +16,20 @@ class NextStep:
     kind: StepKind
     countdown: float = 0.0
     """Seconds to wait before delivery (a retry's backoff)."""
+    turn_id: uuid.UUID | None = None
+    """The step's turn, when at hand: shown with the task in Flower, never sent to the worker."""
+    session_id: uuid.UUID | None = None
+    """The turn's session, when at hand: shown like `turn_id`."""
 
 
-def step_ref(step_id: uuid.UUID | None, kind: StepKind) -> list[NextStep]:
+def step_ref(
+    step_id: uuid.UUID | None,
+    kind: StepKind,
+    *,
+    turn_id: uuid.UUID | None = None,
+    session_id: uuid.UUID | None = None,
+) -> list[NextStep]:
     """Zero or one `NextStep`: a None id means the step existed already (nothing to publish)."""
-    return [] if step_id is None else [NextStep(step_id, kind)]
+    if step_id is None:
+        return []
+    return [NextStep(step_id, kind, turn_id=turn_id, session_id=session_id)]
