@@ -1,5 +1,5 @@
-"""Tools that exercise every row of RFC 005 §6.4 through the real pipeline (loaded by the test
-workers through the `tool_modules` setting)."""
+"""Tools that exercise every row of docs/tools.md's "How calls fail" table through the real
+pipeline (loaded by the test workers through the `tool_modules` setting)."""
 
 from __future__ import annotations
 
