@@ -152,6 +152,9 @@ class Turn(Base):
     content: Mapped[str] = mapped_column(Text)
     idempotency_key: Mapped[str | None] = mapped_column(String(200))
     request_hash: Mapped[str | None] = mapped_column(String(64))
+    traceparent: Mapped[str | None] = mapped_column(String(64))
+    """The W3C traceparent of the API request that created the turn (None when tracing was
+    off): its steps' spans are children of it, so the turn is one trace."""
     deadline: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     model_steps: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     input_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")

@@ -3,7 +3,8 @@ first model step when it starts at once, queued behind the session's active turn
 
 `turns.submit` takes the session lock (`lock_session`) and calls `insert_turn`, or, for a
 session that looks idle, tries `start_turn_if_idle`, which takes the lock itself and commits
-on its own.
+on its own. Both store the turn's `traceparent`: the trace context of the API request that
+created it (`observability.tracing.current_traceparent()`), None when tracing is off.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class TurnParams(LockParams):
     content: str
     idempotency_key: str | None
     request_hash: str | None
+    traceparent: str | None
 
 
 class StartedTurnParams(TurnParams):
@@ -115,6 +117,7 @@ def _rows(numbered: Any, *, starts: bool) -> dict[Table, dict[str, Any]]:
         "content": content,
         "idempotency_key": bindparam("idempotency_key", type_=_tt.idempotency_key.type),
         "request_hash": bindparam("request_hash", type_=_tt.request_hash.type),
+        "traceparent": bindparam("traceparent", type_=_tt.traceparent.type),
     }
     if not starts:
         return {turns_table: turn}
@@ -228,6 +231,7 @@ def start_turn_if_idle(
     timeout_s: float,
     content: str,
     request_hash: str | None = None,
+    traceparent: str | None = None,
 ) -> StartOutcome:
     """Store a turn that starts at once, with its user message and first model step, if the
     tenant's session has no active turn: one statement that commits on its own (see
@@ -239,6 +243,7 @@ def start_turn_if_idle(
         content=storable_text(content),
         idempotency_key=None,
         request_hash=request_hash,
+        traceparent=traceparent,
         timeout=timedelta(seconds=timeout_s),
         message_id=uuid.uuid4(),
         step_id=uuid.uuid4(),
@@ -268,6 +273,7 @@ def insert_turn(
     content: str,
     idempotency_key: str | None = None,
     request_hash: str | None = None,
+    traceparent: str | None = None,
 ) -> NewTurn:
     """Number and store a turn, in one round trip: started at once, with its user message
     and first model step, when `start_timeout_s` is given, else queued. Caller holds the
@@ -279,6 +285,7 @@ def insert_turn(
         content=storable_text(content),
         idempotency_key=idempotency_key,
         request_hash=request_hash,
+        traceparent=traceparent,
     )
     if start_timeout_s is None:
         counters = _INSERT_TURN[False].one(db, queued)

@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as Db
 
 from ..errors import ConflictError, InvalidRequest, NotFound
+from ..observability.tracing import current_traceparent
 from ..runtime import Runtime
 from ..store import new_turns, repo
 from ..store.db import autocommit_connection, transaction
@@ -92,6 +93,7 @@ def _submit(
                 timeout_s=rt.settings.turn_timeout_s,
                 content=content,
                 request_hash=digest,
+                traceparent=current_traceparent(),
             )
         match started:
             case new_turns.Started(turn=new):
@@ -136,6 +138,7 @@ def _submit_locked(
             content=content,
             idempotency_key=idempotency_key,
             request_hash=digest,
+            traceparent=current_traceparent(),
         )
         if starts:  # its user message and first model step were stored with it
             publish = step_ref(turn.first_step_id, StepKind.MODEL)
