@@ -8,6 +8,7 @@ and keeps its cache key, which SQLAlchemy otherwise computes per call. See
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -37,10 +38,23 @@ class Claim:
     parent_step_id: uuid.UUID | None
     call_index: int | None
     tool_call_id: uuid.UUID | None
+    traceparent: str | None = None
+    """The turn's stored W3C traceparent: the step's span is its child, so a turn is one trace."""
+    queue_wait_s: float = 0.0
+    """Seconds from the step's delivery being due (available, or re-published) to this claim,
+    in the database's clock."""
+    turn_age_s: float = 0.0
+    """Seconds from the turn's creation to this claim, in the database's clock."""
+    claimed_at: float = 0.0
+    """`time.monotonic()` when the claim was read."""
+
+    def turn_age(self) -> float:
+        """Seconds since the turn was created, now."""
+        return self.turn_age_s + time.monotonic() - self.claimed_at
 
     @classmethod
     def of(cls, row: Any) -> Claim:
-        """From a row with the step's columns (`_CLAIMED`)."""
+        """From a row with the claim's columns (`_CLAIMED` and `_CLAIM_EXTRAS`)."""
         return cls(
             step_id=row.id,
             turn_id=row.turn_id,
@@ -50,6 +64,10 @@ class Claim:
             parent_step_id=row.parent_step_id,
             call_index=row.call_index,
             tool_call_id=row.tool_call_id,
+            traceparent=row.traceparent,
+            queue_wait_s=float(row.queue_wait_s or 0.0),
+            turn_age_s=float(row.turn_age_s or 0.0),
+            claimed_at=time.monotonic(),
         )
 
 
@@ -166,6 +184,14 @@ _CLAIMED = (
     _s.call_index,
     _s.tool_call_id,
 )
+# what the claim returns besides: the turn's traceparent, the time the step waited since it
+# was due (`greatest` skips a NULL `published_at`) and the turn's age
+_WAITED = func.now() - func.greatest(_s.available_at, _s.published_at)
+_CLAIM_EXTRAS = (
+    _t.traceparent,
+    func.extract("epoch", _WAITED).label("queue_wait_s"),
+    func.extract("epoch", func.now() - _t.created_at).label("turn_age_s"),
+)
 
 
 def _claim() -> Any:
@@ -190,7 +216,7 @@ def _claim() -> Any:
             attempt=_s.attempt + const(1),
             lease_until=func.now() + bindparam("lease", type_=Interval()),
         )
-        .returning(*_CLAIMED)
+        .returning(*_CLAIMED, *_CLAIM_EXTRAS)
     )
 
 

@@ -101,7 +101,7 @@ def commit_completion(
         if not stored.owned:
             return []
         if stored.turn is not None:
-            announce(rt, _ended(stored))
+            announce(rt, _ended(stored, claim))
             return step_ref(stored.summarize_step_id, StepKind.SUMMARIZE)
     publish: list[NextStep] = []
     with transaction(rt.db) as db:
@@ -124,7 +124,7 @@ def commit_completion(
                 publish = promote_next(rt, db, ctx.session_id)
             publish += step_ref(stored.summarize_step_id, StepKind.SUMMARIZE)
     if reply.end is not None:
-        announce(rt, _ended(stored))
+        announce(rt, _ended(stored, claim))
     return publish
 
 
@@ -217,7 +217,7 @@ def _audit(
     )
 
 
-def _ended(stored: replies.Stored) -> Ended:
+def _ended(stored: replies.Stored, claim: Claim) -> Ended:
     turn = stored.turn
     assert turn is not None
     return Ended(
@@ -228,6 +228,7 @@ def _ended(stored: replies.Stored) -> Ended:
         turn.cost_usd,
         turn.error,
         stored.cut_off,
+        claim.turn_age(),
     )
 
 

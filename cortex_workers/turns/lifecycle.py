@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy.orm import Session as Db
 
 from ..messages import StepRestart, TurnDone, TurnError, Usage
+from ..observability.metrics import observe_turn_finished
 from ..runtime import Runtime
 from ..store import repo
 from ..store import steps as step_store
@@ -35,9 +36,12 @@ class Ended:
     """As stored on the turn: `{"code", "message"}`."""
     cut_off: tuple[int, int] | None = None
     """(step_no, attempt) of a model step that ended mid-stream: its partial text is void."""
+    duration_s: float = 0.0
+    """From the turn's creation to its end."""
 
     @classmethod
     def of(cls, db: Db, turn: Turn) -> Ended:
+        ran = turn.finished_at - turn.created_at if turn.finished_at is not None else None
         return cls(
             turn.id,
             turn.status,
@@ -46,6 +50,7 @@ class Ended:
             float(turn.cost_usd),
             turn.error,
             step_store.cut_off_model_step(db, turn.id),
+            ran.total_seconds() if ran is not None else 0.0,
         )
 
     def discard_event(self) -> StepRestart | None:
@@ -169,9 +174,14 @@ def fail_turn(
 
 
 def announce(rt: Runtime, ended: Ended | None) -> None:
-    """Write the ended turn's `error` and `done` events (idempotent)."""
+    """Write the ended turn's `error` and `done` events (idempotent), and count the end.
+
+    Called once per end, after the commit of the statement that ended the turn (an `Ended` is
+    made only when that statement changed the row): a redelivery that finds the turn ended
+    counts nothing."""
     if ended is None:
         return
+    observe_turn_finished(ended.status, ended.duration_s)
     if ended.status == TurnStatus.CANCELLED:
         rt.redis.set(cancel_key(ended.turn_id), "1", ex=rt.settings.stream_ttl_s)
     ended.write_terminal_events(rt)

@@ -18,6 +18,7 @@ from ..messages import (
     Token,
     ToolCallRequested,
 )
+from ..observability.metrics import count_llm_retry, count_rate_limit_deferral
 from ..providers.registry import Route
 from ..runtime import Runtime, get_runtime
 from ..store import steps as step_store
@@ -31,6 +32,7 @@ from .events import tool_result_of
 from .finish import commit_completion, record_model_call
 from .leases import Lease, keeper
 from .lifecycle import announce, fail_turn
+from .observe import StepOutcome, count_step, model_call, step_scope
 from .routing import pick_route, provider_for, record_output_tokens, take_rate_limit
 from .steps import NextStep
 
@@ -62,10 +64,14 @@ def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
             db, step_id, lease_s=rt.settings.lease_s, window=rt.settings.history_window
         )
         if claimed is None:
+            count_step(StepKind.MODEL, StepOutcome.DUPLICATE)
             return []  # a duplicate delivery, or the turn has ended
         claim, view = claimed
         ctx = load_model_context(rt, db, claim, view)
-    with keeper(rt).hold(claim.step_id, claim.attempt, watch_turn=claim.turn_id) as lease:
+    with (
+        step_scope(claim, session_id=view.session_id),
+        keeper(rt).hold(claim.step_id, claim.attempt, watch_turn=claim.turn_id) as lease,
+    ):
         return _run_claimed(rt, claim, ctx, lease)
 
 
@@ -108,6 +114,7 @@ def _run_claimed(rt: Runtime, claim: Claim, ctx: ModelContext, lease: Lease) -> 
     latency_ms = int((time.monotonic() - started) * 1000)
     if not _emit_answer(stream, claim, completion):
         return []
+    count_step(StepKind.MODEL, StepOutcome.DONE)
     return commit_completion(
         rt, claim, ctx, route, completion, latency_ms=latency_ms, depth_exceeded=depth_exceeded
     )
@@ -121,6 +128,8 @@ def _defer_if_rate_limited(
     decision = take_rate_limit(rt, route, request)
     if decision.defer_s is None:
         return None
+    count_rate_limit_deferral(decision.scope)
+    count_step(StepKind.MODEL, StepOutcome.DEFERRED)
     with transaction(rt.db) as db:
         deferred = step_store.defer_step(db, claim.step_id, claim.attempt, delay_s=decision.defer_s)
     return [NextStep(claim.step_id, StepKind.MODEL, countdown=decision.defer_s)] if deferred else []
@@ -186,14 +195,18 @@ def _stream_completion(
 ) -> Completion:
     provider = provider_for(rt, route, request)
     out = CompletionBuilder()
-    for event in provider.stream(request):
-        _check(lease)
-        out.add(event)
-        if isinstance(event, TextDelta) and not stream.emit(
-            Token(text=event.text, step=claim.step_no)
-        ):
-            raise Interrupted("a newer attempt owns this step")
-    return out.completion
+    with model_call(route, request) as call:
+        for event in provider.stream(request):
+            _check(lease)
+            out.add(event)
+            if isinstance(event, TextDelta):
+                call.first_token()
+                if not stream.emit(Token(text=event.text, step=claim.step_no)):
+                    raise Interrupted("a newer attempt owns this step")
+        completion = out.completion
+        price = rt.providers.price(route.provider, route.model)
+        call.answered(completion, price.cost(completion.input_tokens, completion.output_tokens))
+    return completion
 
 
 def _repair_tool_results(rt: Runtime, ctx: ModelContext, claim: Claim) -> None:
@@ -213,6 +226,7 @@ def _fail(
     rt: Runtime, claim: Claim, ctx: ModelContext, route: Route, exc: TerminalError
 ) -> list[NextStep]:
     _audit_failure(rt, claim, ctx, route, exc)
+    count_step(StepKind.MODEL, StepOutcome.FAILED)
     ended, publish = fail_turn(
         rt, turn_id=claim.turn_id, code=exc.code, message=exc.message, failed_step_id=claim.step_id
     )
@@ -238,6 +252,7 @@ def _retry_or_fail(
         "model": route.model,
     }
     if claim.attempt >= rt.settings.max_attempts:
+        count_step(StepKind.MODEL, StepOutcome.FAILED)
         ended, publish = fail_turn(
             rt,
             turn_id=claim.turn_id,
@@ -253,6 +268,8 @@ def _retry_or_fail(
         cap=rt.settings.retry_max_s,
         retry_after=exc.retry_after,
     )
+    count_step(StepKind.MODEL, StepOutcome.RETRIED)
+    count_llm_retry(route.provider)
     with transaction(rt.db) as db:
         released = step_store.release_for_retry(
             db, claim.step_id, claim.attempt, delay_s=delay, error=error

@@ -11,6 +11,7 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 
+from ..observability.metrics import count_reconciler_action
 from ..runtime import Runtime, get_runtime
 from ..store import proposals as proposal_store
 from ..store import repo
@@ -34,6 +35,10 @@ class Sweep:
     expired_proposals: int = 0
     executions: list[uuid.UUID] = field(default_factory=list)
     """Confirmed proposals whose hand-over to the executor was lost."""
+    lease_expired: int = 0
+    """Of `republished`, steps whose worker stopped renewing its lease (crashed, killed)."""
+    deadline_failed: int = 0
+    """Of `failed`, turns that ran past their deadline."""
 
     @property
     def publish(self) -> list[NextStep]:
@@ -63,6 +68,7 @@ def reconcile() -> Sweep:
             message="the turn ran past its deadline and was stopped",
         )
         _record(rt, sweep, ended, publish)
+        sweep.deadline_failed += ended is not None
     sweep.expired_proposals = expire_proposals(rt)
     with transaction(rt.db) as db:
         sweep.executions = list(
@@ -73,7 +79,22 @@ def reconcile() -> Sweep:
             if repo.get_session(db, session_id, lock=True) is not None:
                 sweep.promoted += promote_next(rt, db, session_id)
     _log(sweep)
+    _count(sweep)
     return sweep
+
+
+def _count(sweep: Sweep) -> None:
+    """`cortex_reconciler_actions_total`, by action."""
+    for action, n in (
+        ("republished", len(sweep.republished)),
+        ("lease_expired", sweep.lease_expired),
+        ("deadline_failed", sweep.deadline_failed),
+        ("attempts_exhausted", len(sweep.failed) - sweep.deadline_failed),
+        ("promoted", len(sweep.promoted)),
+        ("proposals_expired", sweep.expired_proposals),
+        ("executions_resent", len(sweep.executions)),
+    ):
+        count_reconciler_action(action, n)
 
 
 def _log(sweep: Sweep) -> None:
@@ -111,6 +132,7 @@ def _sweep_steps(rt: Runtime, sweep: Sweep) -> None:
             if step.status == StepStatus.LEASED and step.attempt >= rt.settings.max_attempts:
                 exhausted.append((step.turn_id, step.id, step.attempt))
                 continue
+            sweep.lease_expired += step.status == StepStatus.LEASED
             step_store.mark_republished(db, step)
             sweep.republished.append(NextStep(step.id, step.kind))
     for turn_id, step_id, attempts in exhausted:

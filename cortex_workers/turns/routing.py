@@ -46,6 +46,8 @@ class RateDecision:
     """Proceed now, or come back in `defer_s` seconds (without burning an attempt)."""
 
     defer_s: float | None
+    scope: str = ""
+    """When deferred: the kinds of the limits in force (`rpm`, `tpm`, `rpm+tpm`)."""
 
 
 def _limits(rt: Runtime, route: Route, tokens: int) -> list[Limit]:
@@ -75,7 +77,8 @@ def take_rate_limit(rt: Runtime, route: Route, request: ModelRequest) -> RateDec
         if grant.granted:
             return RateDecision(None)
         if time.monotonic() + grant.wait_s > deadline:
-            return RateDecision(max(grant.wait_s, 0.05))
+            scope = "+".join(sorted({limit.kind for limit in limits}))
+            return RateDecision(max(grant.wait_s, 0.05), scope)
         time.sleep(grant.wait_s)
 
 

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
 from ..messages import PREVIOUS_SUMMARY, Message, ModelRequest
 from ..providers.base import collect
-from ..runtime import get_runtime
+from ..providers.registry import Route
+from ..runtime import Runtime, get_runtime
 from ..store import repo
 from ..store import steps as step_store
 from ..store.db import transaction
+from ..store.models import Message as StoredMessage
+from ..store.steps import Claim
+from ..vocabulary import StepKind
 from .context import to_message
 from .leases import keeper
+from .observe import StepOutcome, count_step, model_call, step_scope
 from .steps import NextStep
 
 INSTRUCTION = (
@@ -25,6 +31,7 @@ def run_summarize_step(step_id: uuid.UUID) -> list[NextStep]:
     with transaction(rt.db) as db:
         claim = step_store.claim_step(db, step_id, lease_s=rt.settings.lease_s)
         if claim is None:
+            count_step(StepKind.SUMMARIZE, StepOutcome.DUPLICATE)
             return []
         turn = repo.get_turn(db, claim.turn_id)
         assert turn is not None
@@ -40,10 +47,31 @@ def run_summarize_step(step_id: uuid.UUID) -> list[NextStep]:
             folded_upto.append(rest.pop(0))
         provider_name, model = rt.providers.resolve(session.provider, session.model)
         previous, session_id = session.summary, session.id
+    with step_scope(claim, session_id=session_id):
+        _summarize(rt, claim, Fold(folded_upto, start, previous, provider_name, model, session_id))
+    return []
+
+
+@dataclass(frozen=True, slots=True)
+class Fold:
+    """What a summarize step read: the messages to fold and the session's summary so far."""
+
+    messages: list[StoredMessage]
+    start: int
+    previous: str | None
+    provider_name: str
+    model: str
+    session_id: uuid.UUID
+
+
+def _summarize(rt: Runtime, claim: Claim, fold: Fold) -> None:
+    step_id, folded_upto, previous = claim.step_id, fold.messages, fold.previous
+    provider_name, model = fold.provider_name, fold.model
     if not folded_upto:
         with transaction(rt.db) as db:
             step_store.finish_step(db, step_id, claim.attempt)
-        return []
+        count_step(StepKind.SUMMARIZE, StepOutcome.DONE)
+        return
     messages = [Message(role="system", content=INSTRUCTION)]
     if previous:
         messages.append(Message(role="system", content=PREVIOUS_SUMMARY + previous))
@@ -51,8 +79,11 @@ def run_summarize_step(step_id: uuid.UUID) -> list[NextStep]:
     request = ModelRequest(
         model=model, messages=tuple(messages), purpose="summarize", attempt=claim.attempt
     )
-    with keeper(rt).hold(claim.step_id, claim.attempt):
+    route = Route(provider_name, model)
+    with keeper(rt).hold(claim.step_id, claim.attempt), model_call(route, request) as call:
         completion = collect(rt.providers.get(provider_name).stream(request))
+        price = rt.providers.price(provider_name, model)
+        call.answered(completion, price.cost(completion.input_tokens, completion.output_tokens))
     with transaction(rt.db) as db:
         if step_store.finish_step(
             db,
@@ -63,9 +94,9 @@ def run_summarize_step(step_id: uuid.UUID) -> list[NextStep]:
         ):
             repo.fold_summary(
                 db,
-                session_id,
-                expected_upto=start,
+                fold.session_id,
+                expected_upto=fold.start,
                 upto=folded_upto[-1].seq,
                 summary=completion.text,
             )
-    return []
+    count_step(StepKind.SUMMARIZE, StepOutcome.DONE)

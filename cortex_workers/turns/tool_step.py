@@ -23,10 +23,11 @@ from ..store.db import autocommit_connection, transaction
 from ..store.steps import Claim
 from ..streaming import emit_batch_event
 from ..tools import Limits, ToolContext, ToolOutcome, run_call
-from ..vocabulary import TurnStatus
+from ..vocabulary import StepKind, TurnStatus
 from .events import proposal_changed
 from .leases import keeper
 from .lifecycle import create_model_step
+from .observe import StepOutcome, count_step, step_scope, tool_ran, tool_run
 from .steps import NextStep
 
 
@@ -65,7 +66,14 @@ def run_tool_step(step_id: uuid.UUID) -> list[NextStep]:
     rt = get_runtime()
     call = _claim(rt, step_id)
     if call is None:
+        count_step(StepKind.TOOL, StepOutcome.DUPLICATE)
         return []
+    with step_scope(call.claim, session_id=call.session_id):
+        return _run_claimed(rt, call)
+
+
+def _run_claimed(rt: Runtime, call: _Call) -> list[NextStep]:
+    """Run the call under the step's lease, store its result and announce it."""
 
     def progress(elapsed: float) -> None:
         call.emit(
@@ -78,11 +86,17 @@ def run_tool_step(step_id: uuid.UUID) -> list[NextStep]:
             ),
         )
 
-    with keeper(rt).hold(call.claim.step_id, call.claim.attempt):
+    with (
+        keeper(rt).hold(call.claim.step_id, call.claim.attempt),
+        tool_run(call.name, call.call_id, lambda: json.dumps(call.arguments)) as span,
+    ):
         outcome = _run(rt, call, progress)
+        tool_ran(span, call.name if call.name in rt.tools else "unknown", outcome)
     done = _commit(rt, call, outcome)
     if done is None:
+        count_step(StepKind.TOOL, StepOutcome.DUPLICATE)
         return []
+    count_step(StepKind.TOOL, StepOutcome.DONE)
     outcome, proposal, publish = done
     if proposal is not None:
         call.emit(rt, proposal)
