@@ -7,9 +7,18 @@ import signal
 from types import FrameType
 
 from celery import Celery
-from celery.signals import worker_process_init, worker_ready
+from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+)
 
 from beat.schedule import beat_schedule
+from cortex_workers import worker_hooks
 from cortex_workers.runtime import get_runtime, reset_runtime
 from cortex_workers.settings import get_settings
 
@@ -33,9 +42,38 @@ def create_app() -> Celery:
     return celery
 
 
+@worker_init.connect
+def _observe_worker(**_: object) -> None:
+    worker_hooks.on_worker_start()
+
+
 @worker_process_init.connect
 def _fresh_resources(**_: object) -> None:
     reset_runtime()
+    worker_hooks.on_pool_child_start()
+
+
+@worker_process_shutdown.connect
+def _pool_child_exits(pid: int, **_: object) -> None:
+    worker_hooks.on_pool_child_exit(pid)
+
+
+@worker_shutdown.connect
+def _worker_stops(**_: object) -> None:
+    worker_hooks.on_worker_stop()
+
+
+@after_setup_logger.connect
+def _root_log_format(logger: logging.Logger, loglevel: int, **_: object) -> None:
+    """`CORTEX_LOG_FORMAT=json`: one JSON object per line instead of Celery's text lines."""
+    if worker_hooks.json_logs_requested():
+        worker_hooks.use_json_root_logs(logger, loglevel)
+
+
+@after_setup_task_logger.connect
+def _task_log_format(logger: logging.Logger, **_: object) -> None:
+    if worker_hooks.json_logs_requested():
+        worker_hooks.send_task_logs_to_root(logger)
 
 
 @worker_ready.connect

@@ -28,6 +28,26 @@ def use_embedded_if_unset(data_dir: Path) -> EmbeddedStack | None:
     return stack
 
 
+def use_running_if_unset(data_dir: Path) -> EmbeddedStack | None:
+    """Like `use_embedded_if_unset`, but only attaches to embedded servers already running
+    (those of `cortex-workers dev --data-dir`): a monitor must not start servers of its own.
+    None when the URLs are configured or nothing runs there (the URLs stay unset)."""
+    settings = get_settings()
+    if settings.database_url and settings.redis_url:
+        return None
+    from .devstack import EmbeddedStack
+
+    stack = EmbeddedStack(data_dir)
+    if not stack.attach():
+        return None
+    if not settings.database_url:
+        os.environ["DATABASE_URL"] = stack.database_url
+    if not settings.redis_url:
+        os.environ["REDIS_URL"] = stack.redis_url
+    reset_settings()
+    return stack
+
+
 def migrate() -> None:
     """Bring the schema to the newest revision."""
     from alembic import command

@@ -1,4 +1,4 @@
-"""The `cortex-workers` command: dev, api, worker, beat, migrate, keys create.
+"""The `cortex-workers` command: dev, api, worker, beat, flower, status, migrate, keys create.
 
 Process commands refer to the composition root by string (`config.asgi:app`,
 `config.celery_app:app`) so the package never imports `config`.
@@ -7,15 +7,18 @@ Process commands refer to the composition root by string (`config.asgi:app`,
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from .admin import check_config, create_key, migrate, use_embedded_if_unset
+from . import monitor
+from .admin import check_config, create_key, migrate, use_embedded_if_unset, use_running_if_unset
+from .observability.logs import LogFormat, configure_logging, log_format_from_env
 from .queues import QUEUES, Queue
 from .settings import get_settings
+from .worker_hooks import METRICS_PORT_ENV, metrics_port
 
 CELERY_APP = "config.celery_app:app"
 ASGI_APP = "config.asgi:app"
@@ -30,8 +33,9 @@ fire."""
 DEFAULT_POOL = ("threads", 4)
 
 
-def _setup_logging(level: str = "INFO") -> None:
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+API_SERVICE = "cortex-api"
+"""The OpenTelemetry service name of the API, unless `OTEL_SERVICE_NAME` gives another."""
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -59,24 +63,43 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
 def cmd_api(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from .observability.tracing import configure_tracing, shutdown_tracing
+
     settings = get_settings()
-    uvicorn.run(
-        ASGI_APP,
-        host=args.host or settings.api_host,
-        port=args.port or settings.api_port,
-        workers=args.workers,
-        log_level="info",
-        proxy_headers=False,
-        timeout_graceful_shutdown=5,
-    )
+    configure_tracing(API_SERVICE)  # this process; `--workers N` children start their own
+    # JSON lines: uvicorn's loggers keep no handlers of their own and reach ours on the root
+    json_logs = log_format_from_env() is LogFormat.JSON
+    try:
+        uvicorn.run(
+            ASGI_APP,
+            host=args.host or settings.api_host,
+            port=args.port or settings.api_port,
+            workers=args.workers,
+            log_level="info",
+            log_config=None if json_logs else uvicorn.config.LOGGING_CONFIG,
+            proxy_headers=False,
+            timeout_graceful_shutdown=5,
+        )
+    finally:
+        shutdown_tracing()
     return 0
 
 
+def default_hostname(queues: Sequence[str]) -> str:
+    """A worker's Celery node name: its queues (`llm@host`, `summarize-maintenance@host`), as
+    Flower and `celery inspect` show it."""
+    return f"{'-'.join(queues)}@%h"
+
+
 def worker_argv(
-    queues: Sequence[str], *, pool: str | None, concurrency: int | None, loglevel: str
+    queues: Sequence[str],
+    *,
+    pool: str | None,
+    concurrency: int | None,
+    loglevel: str,
+    hostname: str | None = None,
 ) -> list[str]:
     default_pool, default_conc = QUEUE_POOLS.get(queues[0], DEFAULT_POOL)
-    name = "-".join(queues)
     return [
         sys.executable,
         "-m",
@@ -91,7 +114,7 @@ def worker_argv(
         "--concurrency",
         str(concurrency or default_conc),
         "--hostname",
-        f"{name}-{os.getpid()}@%h",
+        hostname or default_hostname(queues),
         "--loglevel",
         loglevel,
         "--without-mingle",
@@ -101,7 +124,22 @@ def worker_argv(
 
 def cmd_worker(args: argparse.Namespace) -> int:
     queues = [q.strip() for q in args.queues.split(",") if q.strip()]
-    argv = worker_argv(queues, pool=args.pool, concurrency=args.concurrency, loglevel=args.loglevel)
+    port = metrics_port() if args.metrics_port is None else args.metrics_port
+    os.environ[METRICS_PORT_ENV] = str(port)
+    pool = args.pool or QUEUE_POOLS.get(queues[0], DEFAULT_POOL)[0]
+    if port and pool == "prefork" and not os.environ.get(MULTIPROC_DIR_ENV):
+        # the parent serves its pool children's metrics: multiprocess mode, which
+        # prometheus_client reads when it is imported, so set before the exec
+        os.environ[MULTIPROC_DIR_ENV] = tempfile.mkdtemp(prefix="cortex-metrics-")
+    argv = worker_argv(
+        queues,
+        pool=pool,
+        concurrency=args.concurrency,
+        loglevel=args.loglevel,
+        hostname=args.hostname,
+    )
+    if log_format_from_env() is LogFormat.JSON:
+        argv[3:3] = ["--quiet"]  # no banner: every line on stderr is a JSON object
     os.execv(argv[0], argv)
 
 
@@ -114,10 +152,60 @@ def cmd_beat(args: argparse.Namespace) -> int:
     os.execv(argv[0], argv)
 
 
+def flower_argv(*, host: str, port: int) -> list[str]:
+    """Flower on this stack's broker (the Celery app's settings); the credentials come from
+    `FLOWER_BASIC_AUTH` in its environment (see `monitor`)."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        CELERY_APP,
+        "flower",
+        f"--address={host}",
+        f"--port={port}",
+        "--tasks_columns=name,uuid,state,args,received,started,runtime,worker",
+    ]
+
+
+def cmd_flower(args: argparse.Namespace) -> int:
+    try:
+        auth = monitor.flower_auth()
+    except ValueError as exc:
+        print(f"cortex-workers flower: {exc}", file=sys.stderr)
+        return 2
+    use_running_if_unset(Path(args.data_dir))  # attached servers stay their owner's
+    if not get_settings().broker_url:
+        print(
+            "cortex-workers flower: no broker: set CELERY_BROKER_URL or REDIS_URL, or run "
+            f"`cortex-workers dev --data-dir {args.data_dir}` first",
+            file=sys.stderr,
+        )
+        return 2
+    env = monitor.flower_env(auth)  # with the URLs of the servers attached to, if any
+    print(f"Flower on http://{args.host}:{args.port}", flush=True)
+    if auth.generated:
+        print(f"  user {auth.user}, password {auth.password}", flush=True)
+    argv = flower_argv(host=args.host, port=args.port)
+    os.execve(argv[0], argv, env)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from .status import gather, render_json, render_text
+
+    use_running_if_unset(Path(args.data_dir))
+    report = gather(timeout_s=args.timeout)
+    print(render_json(report) if args.json else render_text(report))
+    return 0 if report.ok else 1
+
+
 def cmd_dev(args: argparse.Namespace) -> int:
     from .supervisor import run_dev
 
-    return run_dev(data_dir=Path(args.data_dir), port=args.port, host=args.host)
+    flower_port = None if args.no_flower else args.flower_port
+    return run_dev(
+        data_dir=Path(args.data_dir), port=args.port, host=args.host, flower_port=flower_port
+    )
 
 
 def _add_data_dir(parser: argparse.ArgumentParser) -> None:
@@ -134,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_dir(dev)
     dev.add_argument("--port", type=int, default=8000)
     dev.add_argument("--host", default="127.0.0.1")
+    dev.add_argument("--flower-port", type=int, default=monitor.DEFAULT_PORT)
+    dev.add_argument("--no-flower", action="store_true", help="do not start Flower")
     dev.set_defaults(func=cmd_dev)
 
     api = sub.add_parser("api", help="the HTTP API")
@@ -149,11 +239,29 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--pool", choices=["threads", "prefork", "gevent", "solo"])
     worker.add_argument("--concurrency", "-c", type=int)
     worker.add_argument("--loglevel", default="INFO")
+    worker.add_argument("--hostname", "-n", help="Celery node name (default: QUEUES@%%h)")
+    worker.add_argument(
+        "--metrics-port",
+        type=int,
+        help=f"serve Prometheus metrics on this port (default ${METRICS_PORT_ENV}, else 0: off)",
+    )
     worker.set_defaults(func=cmd_worker)
 
     beat = sub.add_parser("beat", help="the scheduler (RedBeat; a second one is harmless)")
     beat.add_argument("--loglevel", default="INFO")
     beat.set_defaults(func=cmd_beat)
+
+    flower = sub.add_parser("flower", help="Flower, the Celery monitor, on this stack's broker")
+    _add_data_dir(flower)
+    flower.add_argument("--host", default="127.0.0.1", help="its /metrics needs no password")
+    flower.add_argument("--port", type=int, default=monitor.DEFAULT_PORT)
+    flower.set_defaults(func=cmd_flower)
+
+    status = sub.add_parser("status", help="queues, workers, recent turns; exit 1 when down")
+    _add_data_dir(status)
+    status.add_argument("--json", action="store_true", help="one JSON object")
+    status.add_argument("--timeout", type=float, default=1.0, help="seconds to wait for workers")
+    status.set_defaults(func=cmd_status)
 
     mig = sub.add_parser("migrate", help="apply database migrations")
     _add_data_dir(mig)
@@ -169,8 +277,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    _setup_logging()
     args = build_parser().parse_args(argv)
+    try:
+        # CORTEX_LOG_FORMAT: text, or json; `status` prints a report, not the servers' chatter
+        configure_logging("WARNING" if args.command == "status" else "INFO")
+        metrics_port()  # a bad CORTEX_METRICS_PORT stops every command, not just a worker
+    except ValueError as exc:
+        print(f"cortex-workers: {exc}", file=sys.stderr)
+        return 2
     if args.command in ("dev", "api", "worker", "beat"):
         problem = check_config()
         if problem is not None:

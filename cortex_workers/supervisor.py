@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
+from . import monitor
 from .admin import create_key, key_is_valid, migrate, use_embedded_if_unset
 from .queues import Queue
 from .settings import get_settings
@@ -33,6 +34,7 @@ def die_with_parent(sig: int = signal.SIGTERM) -> None:
     libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
 
 
+MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 WORKER_QUEUES = (Queue.LLM.value, Queue.TOOLS.value, f"{Queue.SUMMARIZE},{Queue.MAINTENANCE}")
 
 
@@ -42,13 +44,15 @@ class Child:
 
     name: str
     argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    """Variables for this child only, over the stack's."""
     proc: subprocess.Popen[bytes] | None = None
     restarts: int = 0
     next_start: float = 0.0
 
     def start(self, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
-            self.argv, env=env, start_new_session=True, preexec_fn=die_with_parent
+            self.argv, env={**env, **self.env}, start_new_session=True, preexec_fn=die_with_parent
         )
         log.info("started %s (pid %d): %s", self.name, self.proc.pid, " ".join(self.argv[1:]))
 
@@ -90,6 +94,7 @@ class Supervisor:
             return
         now = time.monotonic()
         if child.next_start == 0.0:
+            _forget_metrics_of(child.proc.pid)
             delay = min(30.0, 0.5 * 2 ** min(child.restarts, 6))
             child.next_start = now + delay
             log.warning(
@@ -100,6 +105,14 @@ class Supervisor:
             child.restarts += 1
             child.next_start = 0.0
             child.start(self.env)
+
+
+def _forget_metrics_of(pid: int) -> None:
+    """Drops the live gauges a dead child left in the stack's multiprocess directory."""
+    if os.environ.get(MULTIPROC_DIR_ENV):
+        from .observability.metrics import mark_process_dead
+
+        mark_process_dead(pid)
 
 
 def _cli(*args: str) -> list[str]:
@@ -119,11 +132,19 @@ def dev_key(data_dir: Path) -> str:
     return key
 
 
-def banner(key: str, host: str, port: int, data_dir: Path) -> str:
+def banner(
+    key: str, host: str, port: int, data_dir: Path, flower: tuple[str, monitor.FlowerAuth] | None
+) -> str:
     base = f"http://{host}:{port}"
+    flower_line = ""
+    if flower is not None:
+        url, auth = flower
+        where = data_dir / monitor.AUTH_FILE
+        flower_line = f"Flower {url} as {auth.user}, password {auth.password} (also in {where})\n"
     return f"""
 cortex-workers is running: API {base} (docs {base}/docs), data in {data_dir}
-API key (also in {data_dir / "api-key"}):
+Metrics of every process: {base}/metrics
+{flower_line}API key (also in {data_dir / "api-key"}):
   {key}
 Try it:
   export CW_KEY=$(cat {data_dir / "api-key"})
@@ -133,25 +154,59 @@ Ctrl-C stops everything.
 """
 
 
-def run_dev(*, data_dir: Path, port: int, host: str) -> int:
+def _flower(data_dir: Path, host: str, port: int) -> tuple[Child, monitor.FlowerAuth]:
+    """Flower on `port` of `host` (where the API listens), its credentials kept in the data
+    directory across restarts unless `FLOWER_BASIC_AUTH` (or `FLOWER_PASSWORD`) sets them."""
+    saved = data_dir / monitor.AUTH_FILE
+    auth = monitor.flower_auth(saved=saved)
+    monitor.save_auth(auth, saved)
+    argv = _cli("flower", "--host", host, "--port", str(port))
+    return Child("flower", argv, env=monitor.flower_env(auth, {})), auth
+
+
+def _stack_env(data_dir: Path) -> dict[str, str]:
+    """The environment of every child: the servers' URLs, and one multiprocess metrics
+    directory, emptied now, so that the API's `/metrics` carries every process's values."""
+    from .observability.metrics import reset_multiprocess_dir
+
+    metrics_dir = (data_dir / "metrics").resolve()
+    reset_multiprocess_dir(metrics_dir)
+    os.environ[MULTIPROC_DIR_ENV] = str(metrics_dir)  # for `_forget_metrics_of`
+    settings = get_settings()
+    env = {
+        **os.environ,
+        "DATABASE_URL": settings.database_url,
+        "REDIS_URL": settings.redis_url,
+        "PYTHONUNBUFFERED": "1",
+        MULTIPROC_DIR_ENV: str(metrics_dir),
+        "CORTEX_METRICS_PORT": "0",  # the API serves them all
+    }
+    env.pop(monitor.USER_ENV, None)
+    env.pop(monitor.PASSWORD_ENV, None)
+    env.pop(monitor.BASIC_AUTH_ENV, None)  # Flower's alone
+    if settings.broker_url:
+        env["CELERY_BROKER_URL"] = settings.broker_url
+    return env  # with CORTEX_LOG_FORMAT and OTEL_* as given
+
+
+def run_dev(*, data_dir: Path, port: int, host: str, flower_port: int | None) -> int:
+    """The whole stack, supervised, until SIGINT or SIGTERM; Flower unless `flower_port` is
+    None."""
     data_dir.mkdir(parents=True, exist_ok=True)
     stack = use_embedded_if_unset(data_dir)
     try:
         migrate()
         key = dev_key(data_dir)
-        settings = get_settings()
-        env = {
-            **os.environ,
-            "DATABASE_URL": settings.database_url,
-            "REDIS_URL": settings.redis_url,
-            "PYTHONUNBUFFERED": "1",
-        }
-        if settings.broker_url:
-            env["CELERY_BROKER_URL"] = settings.broker_url
+        env = _stack_env(data_dir)
         children = [Child("api", _cli("api", "--host", host, "--port", str(port)))]
         children += [Child(f"worker[{q}]", _cli("worker", "--queues", q)) for q in WORKER_QUEUES]
         children.append(Child("beat", _cli("beat")))
-        print(banner(key, host, port, data_dir), flush=True)
+        flower = None
+        if flower_port is not None:
+            child, auth = _flower(data_dir, host, flower_port)
+            children.append(child)
+            flower = (f"http://{host}:{flower_port}", auth)
+        print(banner(key, host, port, data_dir, flower), flush=True)
         Supervisor(children, env).run()
     finally:
         if stack is not None:

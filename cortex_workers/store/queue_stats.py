@@ -10,7 +10,7 @@ it (docs/operations.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session as Db
@@ -18,12 +18,12 @@ from sqlalchemy.orm import sessionmaker
 
 from ..observability.metrics import QueueStats
 from ..queues import QUEUES, step_route
-from ..vocabulary import StepKind, StepStatus
+from ..vocabulary import StepKind, StepStatus, TurnStatus
 from .db import autocommit
-from .models import steps_table
+from .models import Turn, steps_table
 from .sql import const
 
-__all__ = ["QueueStats", "queue_stats", "read_queue_stats"]
+__all__ = ["QueueStats", "queue_stats", "read_queue_stats", "turn_counts"]
 
 _s = steps_table.c
 _PENDING, _LEASED = const(StepStatus.PENDING), const(StepStatus.LEASED)
@@ -73,3 +73,16 @@ def read_queue_stats(sessions: sessionmaker[Db]) -> Sequence[QueueStats]:
     `QueueStatsCollector` (`lambda: read_queue_stats(get_runtime().db)`)."""
     with autocommit(sessions) as db:
         return queue_stats(db)
+
+
+def turn_counts(db: Db, *, within_s: float = 3600.0) -> dict[TurnStatus, int]:
+    """Turns created in the last `within_s` seconds, by status (every status, zeros included)."""
+    counts = dict.fromkeys(TurnStatus, 0)
+    rows = db.execute(
+        select(Turn.status, func.count())
+        .where(Turn.created_at > func.now() - timedelta(seconds=within_s))
+        .group_by(Turn.status)
+    )
+    for status, n in rows.tuples():
+        counts[TurnStatus(status)] = n
+    return counts

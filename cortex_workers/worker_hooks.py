@@ -1,0 +1,79 @@
+"""What a worker process sets up around its tasks: metrics server, tracing and the log format.
+
+`config/celery_app.py` connects these to Celery's signals; nothing here imports Celery. A
+prefork worker is one parent and its pool children: the parent serves the metrics of all of them
+(prometheus_client's multiprocess mode, which `cortex-workers worker` switches on by setting
+`PROMETHEUS_MULTIPROC_DIR` before anything imports prometheus_client) and each child configures
+its own tracing. A `threads` or `gevent` worker is one process that does both. See
+docs/operations.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+
+from .observability.logs import LogFormat, configure_logging, log_format_from_env
+from .observability.metrics import mark_process_dead, start_worker_metrics_server
+from .observability.tracing import configure_tracing, shutdown_tracing
+
+METRICS_PORT_ENV = "CORTEX_METRICS_PORT"
+METRICS_ADDR_ENV = "CORTEX_METRICS_ADDR"
+WORKER_SERVICE = "cortex-worker"
+"""The OpenTelemetry service name of workers, unless `OTEL_SERVICE_NAME` gives another."""
+
+
+def metrics_port(env: Mapping[str, str] = os.environ) -> int:
+    """`CORTEX_METRICS_PORT` (0, the default, serves no metrics). Raises ValueError."""
+    value = env.get(METRICS_PORT_ENV, "").strip() or "0"
+    try:
+        port = int(value)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise ValueError(f"{METRICS_PORT_ENV}={value!r}: use a port number, or 0 for none")
+    return port
+
+
+def on_worker_start() -> None:
+    """In the worker's main process, before its pool starts (Celery's `worker_init`)."""
+    configure_tracing(WORKER_SERVICE)
+    addr = os.environ.get(METRICS_ADDR_ENV, "").strip() or "0.0.0.0"
+    start_worker_metrics_server(metrics_port(), addr=addr)
+
+
+def on_pool_child_start() -> None:
+    """In a prefork pool child after the fork (`worker_process_init`)."""
+    configure_tracing(WORKER_SERVICE)
+
+
+def on_pool_child_exit(pid: int) -> None:
+    """In a prefork pool child about to exit (`worker_process_shutdown`)."""
+    shutdown_tracing()
+    mark_process_dead(pid)
+
+
+def on_worker_stop() -> None:
+    """In the worker's main process at shutdown (`worker_shutdown`)."""
+    shutdown_tracing()
+
+
+def json_logs_requested() -> bool:
+    """`CORTEX_LOG_FORMAT=json`."""
+    return log_format_from_env() is LogFormat.JSON
+
+
+def use_json_root_logs(root: logging.Logger, level: int) -> None:
+    """Replaces the text handlers Celery just put on the root logger (`after_setup_logger`)."""
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    configure_logging(level, LogFormat.JSON)
+
+
+def send_task_logs_to_root(task_logger: logging.Logger) -> None:
+    """Celery's task logger writes on its own; in JSON mode it goes through the root's handler
+    instead (`after_setup_task_logger`)."""
+    for handler in list(task_logger.handlers):
+        task_logger.removeHandler(handler)
+    task_logger.propagate = True

@@ -1,0 +1,53 @@
+"""Flower under `cortex-workers dev`: workers named by queue, tasks named by queue and shown by
+their ids, every queue on the broker, and nothing without the credentials."""
+
+from __future__ import annotations
+
+import httpx
+from ops.dev_stack import QUEUE_NODES, DevStack
+from support import wait_until
+
+
+def test_flower_answers_only_with_the_credentials(dev_stack: DevStack) -> None:
+    for path in ("/api/workers", "/api/tasks", "/api/queues/length"):
+        assert httpx.get(f"{dev_stack.flower}{path}", timeout=10).status_code == 401
+        wrong = ("admin", "not-the-password")
+        assert httpx.get(f"{dev_stack.flower}{path}", auth=wrong, timeout=10).status_code == 401
+    assert "Flower" in dev_stack.log.read_text()  # its URL and credentials are printed
+    assert dev_stack.flower_auth[1] in dev_stack.log.read_text()
+
+
+def test_flower_lists_one_worker_per_queue_with_its_queues(dev_stack: DevStack) -> None:
+    workers = dev_stack.flower_get("/api/workers", refresh=1)
+    queues = {
+        name.split("@")[0]: sorted(q["name"] for q in info["active_queues"])
+        for name, info in workers.items()
+    }
+    assert queues == QUEUE_NODES
+
+
+def test_flower_shows_a_turns_tasks_by_name_with_their_ids_and_no_content(
+    dev_stack: DevStack,
+) -> None:
+    sid, tid = dev_stack.two_tool_turn()
+
+    def tasks_of_turn() -> list[dict[str, str]]:
+        tasks = dev_stack.flower_get("/api/tasks").values()
+        mine = [t for t in tasks if f"turn={tid}" in (t.get("args") or "")]
+        return mine if len(mine) >= 4 else []
+
+    tasks = wait_until(tasks_of_turn, timeout=30, interval=0.5, what="the turn's tasks in Flower")
+    names = sorted(t["name"] for t in tasks)
+    assert names == ["cortex.llm.run_model_step"] * 2 + ["cortex.tools.run_tool_step"] * 2
+    for task in tasks:
+        kind = "model" if task["name"].startswith("cortex.llm.") else "tool"
+        assert task["args"] == f"step={task['uuid']} turn={tid} session={sid} kind={kind}"
+        assert task["kwargs"] in ("", "{}")
+        assert task["state"] == "SUCCESS"
+    every = dev_stack.flower_get("/api/tasks").values()
+    assert not [t for t in every if "2**10" in f"{t.get('args')}{t.get('kwargs')}"]
+
+
+def test_flower_shows_every_queue_on_the_broker(dev_stack: DevStack) -> None:
+    lengths = dev_stack.flower_get("/api/queues/length")["active_queues"]
+    assert {q["name"] for q in lengths} >= {"llm", "tools", "summarize", "maintenance"}
