@@ -165,8 +165,10 @@ def workers(
     stack: Stack, fakes: Fakes, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Workers]:
     """One worker process per queue group, and beat, as in production."""
+    # the workers' metric files, read by tests/turns/test_step_metrics.py
+    metrics_dir = str(tmp_path_factory.mktemp("metrics"))
     group = Workers(
-        env={**os.environ, **stack.env, **fakes.env},
+        env={**os.environ, **stack.env, **fakes.env, "PROMETHEUS_MULTIPROC_DIR": metrics_dir},
         log_dir=Path(str(tmp_path_factory.mktemp("logs"))),
     )
     group.purge_queues()

@@ -1,0 +1,89 @@
+"""What the workers count while they run a turn: its end, each step's outcome, the tool calls
+by severity and the provider calls' tokens, read from the workers' multiprocess metric files
+(the test workers run with `PROMETHEUS_MULTIPROC_DIR` set, see tests/conftest.py)."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from support import Api, Workers, wait_until
+
+from cortex_workers.observability.metrics import MULTIPROC_DIR_ENV, render_latest
+
+Sample = tuple[str, frozenset[tuple[str, str]]]
+
+
+def _scrape(workers: Workers, monkeypatch: pytest.MonkeyPatch) -> Counter[Sample]:
+    """Every sample the workers wrote, keyed by name and labels."""
+    monkeypatch.setenv(MULTIPROC_DIR_ENV, workers.env[MULTIPROC_DIR_ENV])
+    body, _ = render_latest()
+    monkeypatch.delenv(MULTIPROC_DIR_ENV)
+    out: Counter[Sample] = Counter()
+    for family in text_string_to_metric_families(body.decode()):
+        for sample in family.samples:
+            out[(sample.name, frozenset(sample.labels.items()))] += sample.value
+    return out
+
+
+def _sum(samples: Counter[Sample], name: str, **labels: str) -> float:
+    """The sum of `name`'s samples whose labels include `labels`."""
+    want = set(labels.items())
+    return sum(v for (n, ls), v in samples.items() if n == name and want <= ls)
+
+
+def test_a_turn_counts_its_end_its_steps_tool_calls_and_tokens(
+    client: Api, workers: Workers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sid = client.scripted_session(
+        {
+            "error": {"status": 503, "times": 1},
+            "tool_calls": [
+                {"name": "calculate", "arguments": {"expression": "2+2"}},
+                {"name": "calculate", "arguments": {"expression": "1/0"}},
+            ],
+        },
+        {"text": "Four, and the other one failed."},
+    )
+    before = _scrape(workers, monkeypatch)
+    tid = client.submit(sid)
+    assert client.wait_turn(tid)["status"] == "done"
+
+    def delta(name: str, **labels: str) -> float:
+        return _sum(_scrape(workers, monkeypatch), name, **labels) - _sum(before, name, **labels)
+
+    # the end is counted right after its commit, which the API may show first
+    wait_until(lambda: delta("cortex_turns_total", status="done") == 1, timeout=10, what="end")
+    assert delta("cortex_turn_duration_seconds_count", status="done") == 1
+    assert delta("cortex_turns_total", status="failed") == 0
+    assert delta("cortex_steps_total", kind="model", outcome="retried") == 1
+    assert delta("cortex_steps_total", kind="model", outcome="done") == 2
+    assert delta("cortex_steps_total", kind="tool", outcome="done") == 2
+    assert delta("cortex_llm_retries_total", provider="scripted") == 1
+    assert delta("cortex_tool_calls_total", tool="calculate", severity="ok") == 1
+    assert delta("cortex_tool_calls_total", tool="calculate", severity="warning") == 1
+    assert delta("cortex_tool_duration_seconds_count", tool="calculate") == 2
+    assert delta("cortex_step_queue_wait_seconds_count", kind="tool") == 2
+    assert delta("cortex_step_queue_wait_seconds_count", kind="model") == 3
+    tokens = "gen_ai_client_token_usage_count"
+    assert delta(tokens, gen_ai_provider_name="scripted", gen_ai_token_type="input") == 2
+    assert delta(tokens, gen_ai_provider_name="scripted", gen_ai_token_type="output") == 2
+    calls = "gen_ai_client_operation_duration_seconds_count"
+    assert delta(calls, gen_ai_provider_name="scripted", error_type="provider_503") == 1
+    assert delta(calls, gen_ai_provider_name="scripted", error_type="") == 2
+
+    # a second delivery of a step that is done claims nothing
+    from cortex_workers.dispatch import publish
+    from cortex_workers.turns.steps import NextStep
+    from cortex_workers.vocabulary import StepKind
+
+    first = next(s for s in client.turn(tid)["steps"] if s["step_no"] == 1)
+    publish([NextStep(uuid.UUID(first["id"]), StepKind.MODEL)])
+    wait_until(
+        lambda: delta("cortex_steps_total", kind="model", outcome="duplicate") == 1,
+        timeout=15,
+        what="the duplicate delivery to be counted",
+    )
+    assert delta("cortex_turns_total", status="done") == 1  # once per turn
