@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import redis.asyncio as aioredis
 from fastapi import FastAPI
 
+from ..observability.tracing import configure_tracing, shutdown_tracing
 from ..runtime import Runtime, get_runtime
 from . import errors
 from .limits import BodySizeLimit
-from .routes import events, meta, proposals, sessions, turns
+from .routes import events, meta, metrics, proposals, sessions, turns
 from .schemas import ErrorOut
+from .telemetry import RequestTelemetry
 from .turn_lookup import TurnLookups
 
 log = logging.getLogger(__name__)
@@ -48,6 +52,7 @@ def _reload_tools_on_sighup(rt: Runtime) -> None:
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    configure_tracing("cortex-workers-api")  # off unless the OTEL_* variables ask for it
     rt = get_runtime()
     _reload_tools_on_sighup(rt)
     app.state.redis = aioredis.Redis.from_url(
@@ -61,6 +66,16 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
     finally:
         await app.state.redis.aclose()
+        shutdown_tracing()
+
+
+def _without_native_telemetry() -> dict[str, Any]:
+    """FastAPI versions with telemetry of their own would add a second span per request (and
+    OpenTelemetry metrics) once tracing sets the global provider: `RequestTelemetry` is the
+    one that measures and traces requests here."""
+    if "telemetry" not in inspect.signature(FastAPI).parameters:
+        return {}
+    return {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
 
 
 def create_app() -> FastAPI:
@@ -71,9 +86,11 @@ def create_app() -> FastAPI:
         description=DESCRIPTION,
         lifespan=lifespan,
         responses={code: {"model": ErrorOut} for code in (401, 404, 413, 422, 429, 503)},
+        **_without_native_telemetry(),
     )
     errors.install(app)
-    for router in (sessions.router, turns.router, events.router, proposals.router, meta.router):
-        app.include_router(router)
+    for module in (sessions, turns, events, proposals, meta, metrics):
+        app.include_router(module.router)
     app.add_middleware(BodySizeLimit, max_bytes=settings.request_max_bytes)
+    app.add_middleware(RequestTelemetry)  # outermost: measures the 413s too
     return app

@@ -202,6 +202,10 @@ class TurnOut(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     events_url: str
+    trace_id: str | None = Field(
+        description="The turn's trace (32 hex digits) in the tracing backend: every step of the "
+        "turn is a span in it. Null when tracing was off as the turn was submitted."
+    )
 
 
 class MessageOut(BaseModel):

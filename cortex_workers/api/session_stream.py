@@ -18,6 +18,7 @@ from sse_starlette import ServerSentEvent
 
 from ..errors import InvalidRequest
 from ..keys import notices_key
+from ..observability.tracing import link_to
 from ..runtime import Runtime
 from ..store import repo
 from ..store.db import transaction
@@ -172,6 +173,7 @@ class _SessionStream:
             if turn is None:
                 await asyncio.sleep(NEXT_TURN_POLL_S)
                 continue
+            link_to(turn.traceparent)  # the request's span follows each turn's trace
             async for e in turn_events(self.rt, self.client, turn.id, last_id=entry):
                 await queue.put(_TurnEntry(seq, turn.id, e))
             seq, entry = seq + 1, None

@@ -1,21 +1,28 @@
-"""Who owns a turn and whether it has ended, read once for every SSE request that asks at the
-same moment: when thousands of clients open one turn's events together, one query answers
-them all instead of each waiting for a database thread of its own."""
+"""Who owns a turn, whether it has ended and which trace it is, read once for every SSE
+request that asks at the same moment: when thousands of clients open one turn's events
+together, one query answers them all instead of each waiting for a database thread of its own."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import dataclass
 
 from fastapi.concurrency import run_in_threadpool
+from sqlalchemy import select
 
 from ..runtime import Runtime
-from ..store import repo
 from ..store.db import autocommit
+from ..store.models import Turn
 from ..vocabulary import TurnStatus
 
-TurnState = tuple[uuid.UUID, TurnStatus]
-"""(tenant_id, status)"""
+
+@dataclass(frozen=True, slots=True)
+class TurnState:
+    tenant_id: uuid.UUID
+    status: TurnStatus
+    traceparent: str | None
+    """The trace context stored with the turn: its SSE requests link to it."""
 
 
 class TurnLookups:
@@ -24,7 +31,7 @@ class TurnLookups:
         self._pending: dict[uuid.UUID, asyncio.Future[TurnState | None]] = {}
 
     async def get(self, turn_id: uuid.UUID) -> TurnState | None:
-        """The turn's owner and status, from the query in flight for it or a new one."""
+        """The turn's owner, status and trace, from the query in flight for it or a new one."""
         pending = self._pending.get(turn_id)
         if pending is None:
             pending = asyncio.ensure_future(run_in_threadpool(self._read, turn_id))
@@ -34,4 +41,7 @@ class TurnLookups:
 
     def _read(self, turn_id: uuid.UUID) -> TurnState | None:
         with autocommit(self._rt.db) as db:
-            return repo.turn_owner_and_status(db, turn_id)
+            row = db.execute(
+                select(Turn.tenant_id, Turn.status, Turn.traceparent).where(Turn.id == turn_id)
+            ).first()
+        return TurnState(row.tenant_id, TurnStatus(row.status), row.traceparent) if row else None

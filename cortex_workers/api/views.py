@@ -130,7 +130,16 @@ def turn_out(db: Db, turn: Turn) -> TurnOut:
         started_at=turn.started_at,
         finished_at=turn.finished_at,
         events_url=events_url(turn.id),
+        trace_id=trace_id(turn.traceparent),
     )
+
+
+def trace_id(traceparent: str | None) -> str | None:
+    """The trace id of a stored W3C traceparent (`00-{trace id}-{span id}-{flags}`)."""
+    if traceparent is None:
+        return None
+    parts = traceparent.split("-")
+    return parts[1] if len(parts) == 4 and len(parts[1]) == 32 else None
 
 
 def require_session(db: Db, session_id: uuid.UUID, tenant_id: uuid.UUID) -> Session:

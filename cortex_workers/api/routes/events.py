@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Header, Query, Request
 from sse_starlette import EventSourceResponse
 
 from ...errors import InvalidRequest, NotFound
+from ...observability.metrics import sse_connection
+from ...observability.tracing import link_to
 from ...store.repo import TERMINAL
 from ...streaming import parse_entry_id
 from ..deps import RuntimeDep, TenantDep
@@ -34,6 +37,18 @@ def _valid_turn_cursor(value: str | None) -> str | None:
     return value
 
 
+Chunk = TypeVar("Chunk")
+
+
+async def _counted(
+    stream: Literal["turn", "session"], events: AsyncIterator[Chunk]
+) -> AsyncIterator[Chunk]:
+    """`events`, counted in `cortex_sse_connections{stream}` while the response is open."""
+    with sse_connection(stream):
+        async for event in events:
+            yield event
+
+
 @router.get("/v1/turns/{turn_id}/events", responses=SSE_RESPONSES)
 async def turn_stream(
     turn_id: uuid.UUID,
@@ -50,11 +65,12 @@ async def turn_stream(
     cursor = _valid_turn_cursor(last_event_id or after)
     lookups: TurnLookups = request.app.state.turn_lookups
     state = await lookups.get(turn_id)
-    if state is None or state[0] != tenant_id:
+    if state is None or state.tenant_id != tenant_id:
         raise NotFound(f"turn {turn_id} not found")
-    running = state[1] not in TERMINAL
+    link_to(state.traceparent)  # the request's span follows the turn's trace, not a child in it
+    running = state.status not in TERMINAL
     events = turn_sse(rt, request.app.state.redis, turn_id, last_id=cursor, running=running)
-    return EventSourceResponse(events, ping=int(rt.settings.sse_ping_s))
+    return EventSourceResponse(_counted("turn", events), ping=int(rt.settings.sse_ping_s))
 
 
 @router.get("/v1/sessions/{session_id}/events", responses=SSE_RESPONSES)
@@ -79,4 +95,4 @@ async def session_stream(
         tenant_id=tenant_id,
         last_id=last_event_id or after,
     )
-    return EventSourceResponse(events, ping=int(rt.settings.sse_ping_s))
+    return EventSourceResponse(_counted("session", events), ping=int(rt.settings.sse_ping_s))
