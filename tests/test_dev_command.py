@@ -11,7 +11,8 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
-from support import api_ready, dev_env, free_port, parse_sse, start_dev, stop_dev, wait_until
+from ops.dev_stack import start_dev
+from support import api_ready, dev_env, free_port, parse_sse, stop_dev, wait_until
 
 SCRIPT = [
     {
@@ -49,7 +50,9 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(
     log = tmp_path / "dev.log"
     plugins = tmp_path / "plugins"
     plugins.mkdir()
-    proc = start_dev(dev_dir, port, log, dev_env(CORTEX_PLUGINS_DIR=str(plugins)))
+    flower_port = free_port()
+    env = dev_env(CORTEX_PLUGINS_DIR=str(plugins))
+    proc = start_dev(dev_dir, port=port, flower_port=flower_port, log=log, env=env)
     try:
         wait_until(lambda: api_ready(base), timeout=120, interval=0.5, what="dev stack ready")
         key = (dev_dir / "api-key").read_text().strip()
@@ -59,6 +62,9 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(
         for queue in ("--queues llm", "--queues tools", "--queues summarize"):
             assert any(queue in c for c in cmdlines), cmdlines
         assert any(" beat" in c for c in cmdlines)
+        assert any(" flower " in c and f"--port={flower_port}" in c for c in cmdlines), cmdlines
+        flower_password = (dev_dir / "flower-auth").read_text().strip().partition(":")[2]
+        assert flower_password and flower_password in log.read_text()  # printed with its URL
 
         http = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=30)
         sid = http.post("/v1/sessions", json={"metadata": {"script": SCRIPT}}).json()["id"]
@@ -136,7 +142,7 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(
     assert ops_key.startswith("cwk_")
 
     # data survives a restart, and the key created meanwhile works
-    proc = start_dev(dev_dir, port, log)
+    proc = start_dev(dev_dir, port=port, flower_port=None, log=log, env=dev_env())
     try:
         wait_until(lambda: api_ready(base), timeout=120, interval=0.5, what="dev stack restarted")
         assert (dev_dir / "api-key").read_text().strip() == key
