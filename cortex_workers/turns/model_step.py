@@ -7,6 +7,8 @@ import random
 import time
 import uuid
 
+from opentelemetry.trace import get_current_span
+
 from ..errors import RetryableError, TerminalError
 from ..messages import (
     AssistantMessage,
@@ -19,6 +21,7 @@ from ..messages import (
     ToolCallRequested,
 )
 from ..observability.metrics import count_llm_retry, count_rate_limit_deferral
+from ..observability.tracing import record_error
 from ..providers.registry import Route
 from ..runtime import Runtime, get_runtime
 from ..store import steps as step_store
@@ -158,6 +161,7 @@ def _on_failure(
 ) -> list[NextStep]:
     """A provider error fails the turn or retries the step; anything else (a bug or an
     unclassified SDK error) is retried, then visible."""
+    record_error(get_current_span(), exc)  # the step's span
     if isinstance(exc, RetryableError | TerminalError):
         exc.message = rt.providers.redact(exc.message)
         if isinstance(exc, TerminalError):
