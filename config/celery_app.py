@@ -10,6 +10,7 @@ from celery import Celery
 from celery.signals import (
     after_setup_logger,
     after_setup_task_logger,
+    celeryd_init,
     worker_init,
     worker_process_init,
     worker_process_shutdown,
@@ -61,6 +62,13 @@ def _pool_child_exits(pid: int, **_: object) -> None:
 @worker_shutdown.connect
 def _worker_stops(**_: object) -> None:
     worker_hooks.on_worker_stop()
+
+
+@celeryd_init.connect
+def _early_log_format(**_: object) -> None:
+    """Before the worker's first warnings, which come ahead of its logging setup."""
+    if worker_hooks.json_logs_requested():
+        worker_hooks.use_json_early()
 
 
 @after_setup_logger.connect

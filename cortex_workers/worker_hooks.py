@@ -64,6 +64,12 @@ def json_logs_requested() -> bool:
     return log_format_from_env() is LogFormat.JSON
 
 
+def use_json_early() -> None:
+    """JSON lines from the worker's start, warnings included (`celeryd_init`)."""
+    logging.captureWarnings(True)
+    configure_logging(logging.INFO, LogFormat.JSON)
+
+
 def use_json_root_logs(root: logging.Logger, level: int) -> None:
     """Replaces the text handlers Celery just put on the root logger (`after_setup_logger`)."""
     for handler in list(root.handlers):
