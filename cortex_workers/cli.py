@@ -138,9 +138,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         loglevel=args.loglevel,
         hostname=args.hostname,
     )
-    if log_format_from_env() is LogFormat.JSON:
-        argv[3:3] = ["--quiet"]  # no banner: every line on stderr is a JSON object
-    os.execv(argv[0], argv)
+    os.execv(argv[0], _quiet_if_json(argv))
 
 
 def beat_argv(loglevel: str) -> list[str]:
@@ -149,7 +147,14 @@ def beat_argv(loglevel: str) -> list[str]:
 
 def cmd_beat(args: argparse.Namespace) -> int:
     argv = beat_argv(args.loglevel)
-    os.execv(argv[0], argv)
+    os.execv(argv[0], _quiet_if_json(argv))
+
+
+def _quiet_if_json(celery_argv: list[str]) -> list[str]:
+    """With JSON log lines, no banner: every line a Celery process writes is a JSON object."""
+    if log_format_from_env() is not LogFormat.JSON:
+        return celery_argv
+    return [*celery_argv[:3], "--quiet", *celery_argv[3:]]  # `python -m celery --quiet …`
 
 
 def flower_argv(*, host: str, port: int) -> list[str]:
