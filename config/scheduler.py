@@ -9,17 +9,35 @@ lost (unless another beat holds it now), and treats a Redis error in a tick as a
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from redbeat import RedBeatScheduler
 from redbeat.schedulers import get_redis
 from redis.exceptions import LockError, RedisError
+
+if TYPE_CHECKING:
+    from celery import Celery
+    from redis.lock import Lock
+
+    class RedBeatScheduler:
+        """What this module uses of redbeat's scheduler (redbeat ships no type information)."""
+
+        app: Celery
+        lock: Lock | None
+        lock_key: str | None
+        max_interval: float
+
+        def setup_schedule(self) -> None: ...
+
+        def tick(self, min: Any = min, **kwargs: Any) -> float: ...
+
+else:
+    from redbeat import RedBeatScheduler
 
 log = logging.getLogger(__name__)
 RETRY_S = 1.0
 
 
-class ResilientRedBeatScheduler(RedBeatScheduler):  # type: ignore[misc]
+class ResilientRedBeatScheduler(RedBeatScheduler):
     def tick(self, min: Any = min, **kwargs: Any) -> float:
         try:
             if not self._hold_lock():
