@@ -34,7 +34,7 @@ DEFAULT_POOL = ("threads", 4)
 
 
 MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
-API_SERVICE = "cortex-api"
+API_SERVICE = "cortex-workers-api"
 """The OpenTelemetry service name of the API, unless `OTEL_SERVICE_NAME` gives another."""
 
 

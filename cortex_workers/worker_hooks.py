@@ -20,7 +20,7 @@ from .observability.tracing import configure_tracing, shutdown_tracing
 
 METRICS_PORT_ENV = "CORTEX_METRICS_PORT"
 METRICS_ADDR_ENV = "CORTEX_METRICS_ADDR"
-WORKER_SERVICE = "cortex-worker"
+WORKER_SERVICE = "cortex-workers-worker"
 """The OpenTelemetry service name of workers, unless `OTEL_SERVICE_NAME` gives another."""
 
 
