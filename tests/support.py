@@ -314,6 +314,7 @@ def start_dev(
             str(data_dir),
             "--port",
             str(port),
+            "--no-flower",  # Flower's default port would be shared by concurrent runs
         ],
         env=env or dev_env(),
         stdout=log.open("ab"),
