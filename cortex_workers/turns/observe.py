@@ -36,10 +36,13 @@ class StepOutcome(StrEnum):
     DEFERRED = "deferred"
     """Waiting out a rate limit (the attempt does not count)."""
     DUPLICATE = "duplicate"
-    """The claim returned nothing: another delivery has the step, or its turn has ended."""
+    """The claim returned nothing (another delivery has the step, or its turn has ended), or a
+    newer attempt owned the step when this one came to store its result."""
 
 
 def count_step(kind: StepKind, outcome: StepOutcome) -> None:
+    """One delivery of a step of `kind` ended with `outcome`. A delivery cut off by its turn's
+    end or a lost lease counts nothing: the delivery that finishes the step does."""
     metrics.count_step(kind, outcome)
 
 
