@@ -3,9 +3,12 @@ their ids, every queue on the broker, and nothing without the credentials."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import httpx
-from ops.dev_stack import QUEUE_NODES, DevStack
-from support import wait_until
+from ops.dev_stack import QUEUE_NODES, DevStack, flower_up
+from support import dev_env, free_port, wait_until
 
 
 def test_flower_answers_only_with_the_credentials(dev_stack: DevStack) -> None:
@@ -51,3 +54,22 @@ def test_flower_shows_a_turns_tasks_by_name_with_their_ids_and_no_content(
 def test_flower_shows_every_queue_on_the_broker(dev_stack: DevStack) -> None:
     lengths = dev_stack.flower_get("/api/queues/length")["active_queues"]
     assert {q["name"] for q in lengths} >= {"llm", "tools", "summarize", "maintenance"}
+
+
+def test_flower_command_reaches_a_running_dev_stack_through_its_data_dir(
+    dev_stack: DevStack,
+) -> None:
+    port = free_port()
+    argv = [sys.executable, "-m", "cortex_workers.cli", "flower", "--port", str(port)]
+    argv += ["--data-dir", str(dev_stack.data_dir)]
+    env = dev_env(FLOWER_BASIC_AUTH="ops:s3cret")
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until(lambda: flower_up(url, ("ops", "s3cret")), timeout=60, what="second flower")
+        assert httpx.get(f"{url}/api/workers", timeout=10).status_code == 401
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+    assert b"s3cret" not in out  # given, so not printed
+    assert b"s3cret" not in b" ".join(a.encode() for a in argv)  # nor on its command line
