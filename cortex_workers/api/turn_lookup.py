@@ -9,11 +9,10 @@ import uuid
 from dataclasses import dataclass
 
 from fastapi.concurrency import run_in_threadpool
-from sqlalchemy import select
 
 from ..runtime import Runtime
+from ..store import repo
 from ..store.db import autocommit
-from ..store.models import Turn
 from ..vocabulary import TurnStatus
 
 
@@ -41,7 +40,5 @@ class TurnLookups:
 
     def _read(self, turn_id: uuid.UUID) -> TurnState | None:
         with autocommit(self._rt.db) as db:
-            row = db.execute(
-                select(Turn.tenant_id, Turn.status, Turn.traceparent).where(Turn.id == turn_id)
-            ).first()
-        return TurnState(row.tenant_id, TurnStatus(row.status), row.traceparent) if row else None
+            row = repo.turn_owner_status_and_trace(db, turn_id)
+        return TurnState(*row) if row else None

@@ -315,10 +315,14 @@ def overdue_turns(db: Db, *, limit: int = 100) -> Sequence[uuid.UUID]:
     )
 
 
-def turn_owner_and_status(db: Db, turn_id: uuid.UUID) -> tuple[uuid.UUID, TurnStatus] | None:
-    """(tenant_id, status) of the turn, in one small query (the SSE endpoint's check)."""
-    row = db.execute(select(Turn.tenant_id, Turn.status).where(Turn.id == turn_id)).first()
-    return (row.tenant_id, row.status) if row else None
+def turn_owner_status_and_trace(
+    db: Db, turn_id: uuid.UUID
+) -> tuple[uuid.UUID, TurnStatus, str | None] | None:
+    """(tenant_id, status, traceparent) of the turn, in one small query (the SSE endpoint's
+    check, and the trace its request links to)."""
+    query = select(Turn.tenant_id, Turn.status, Turn.traceparent).where(Turn.id == turn_id)
+    row = db.execute(query).first()
+    return (row.tenant_id, row.status, row.traceparent) if row else None
 
 
 def turn_at(db: Db, session_id: uuid.UUID, seq: int) -> Turn | None:
