@@ -25,7 +25,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..observability import metrics, tracing
 
 UNMATCHED = "unmatched"
-"""The `http_route` of a request no route matched (a 404 for an unknown path)."""
+"""The `http_route` of a request no route matched: a 404 for an unknown path, or a body refused
+for its declared size before routing (413)."""
 OTHER_METHOD = "_OTHER"
 """The `http_request_method` of a method outside HTTP's own set: clients cannot make series."""
 KNOWN_METHODS = frozenset(
