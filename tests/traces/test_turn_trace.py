@@ -17,7 +17,7 @@ import pytest
 from fakes.otlp_receiver import OtlpReceiver, ReceivedSpan
 from support import api_ready, dev_env, free_port, start_dev, stop_dev, wait_until
 
-TWO_TOOLS = [
+TWO_TOOLS: list[dict[str, Any]] = [
     {
         "text": "Working.",
         "tool_calls": [
@@ -137,7 +137,7 @@ def test_a_two_tool_turn_is_one_trace(dev: DevStack) -> None:
         assert s.attributes["cortex.turn_id"] == tid
         assert s.attributes["cortex.attempt"] == 1
         assert s.attributes["messaging.destination.name"] in ("llm", "tools")
-    assert sorted(s.attributes["cortex.step_no"] for s in steps) == [1, 2, 3, 4]
+    assert sorted(_int(s.attributes["cortex.step_no"]) for s in steps) == [1, 2, 3, 4]
 
     tools = _named(spans, "execute_tool ")
     assert {s.attributes["gen_ai.tool.name"] for s in tools} == {"calculate", "current_time"}
