@@ -157,6 +157,30 @@ def test_an_event_stream_is_a_span_of_its_own_linked_to_the_turns_trace(
     assert not [s for s in receiver.spans if s.trace_id == trace_id and s.name != SUBMIT]
 
 
+def test_a_session_stream_links_to_the_trace_of_each_turn_it_streams(
+    start_api: StartApi, receiver: OtlpReceiver
+) -> None:
+    api = start_api(receiver.env())
+    sid = api.scripted_session({"text": "first"}, {"text": "second"})
+    path = f"/v1/sessions/{sid}/events"
+    tids: list[str] = []
+    with api.http.stream("GET", path) as stream:
+        tids.append(api.submit(sid))
+        done = 0
+        for line in stream.iter_lines():
+            if line == "event: done":
+                done += 1
+                if done == 1:
+                    tids.append(api.submit(sid))
+                if done == 2:
+                    break
+    traces = [api.turn(tid)["trace_id"] for tid in tids]
+    name = "GET /v1/sessions/{session_id}/events"
+    spans = receiver.wait_for(_named(name), timeout=20)
+    (stream_span,) = [s for s in spans if s.name == name]
+    assert [link.trace_id for link in stream_span.links] == traces
+
+
 def test_a_5xx_marks_the_request_span_failed(start_api: StartApi, receiver: OtlpReceiver) -> None:
     dead_redis = f"redis://127.0.0.1:{free_port()}/0"
     api = start_api({**receiver.env(), "REDIS_URL": dead_redis})
