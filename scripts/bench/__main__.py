@@ -23,7 +23,15 @@ from .common import Bench
 from .stack import BenchStack, BenchStackConfig, raise_fd_limit
 from .stats import table
 
-PARTS = ("latency", "ttft", "roundtrips", "throughput", "fanout", "concurrency")
+PARTS = (
+    "latency",
+    "ttft",
+    "roundtrips",
+    "throughput",
+    "observability",
+    "fanout",
+    "concurrency",
+)
 QUICK = {
     "reps": 2,
     "tput_warmup": 2.0,
@@ -75,6 +83,13 @@ def parser() -> argparse.ArgumentParser:
         default=f"{QUEUE_POOLS['llm'][0]}:{QUEUE_POOLS['llm'][1]}",
         help="pool:concurrency of the llm worker and of the chain worker (default: the "
         "shipped default of `cortex-workers worker --queues llm`)",
+    )
+    g = p.add_argument_group("observability (throughput sizes and users as above)")
+    g.add_argument(
+        "--obs-scrape-every",
+        type=float,
+        default=2.0,
+        help="seconds between scrapes of the API's /metrics while tracing and metrics are on",
     )
     g = p.add_argument_group("latency and time to first token")
     g.add_argument("--latency-n", type=int, default=40, help="turns per repetition")
@@ -155,6 +170,7 @@ def _parts() -> dict[str, Callable[[Bench], None]]:
     from .concurrency import concurrency
     from .fanout import fanout
     from .latency import latency, ttft
+    from .observability import observability
     from .roundtrips import roundtrips
     from .throughput import throughput
 
@@ -163,6 +179,7 @@ def _parts() -> dict[str, Callable[[Bench], None]]:
         "ttft": ttft,
         "roundtrips": roundtrips,
         "throughput": throughput,
+        "observability": observability,
         "fanout": fanout,
         "concurrency": concurrency,
     }

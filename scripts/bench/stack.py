@@ -41,6 +41,9 @@ BENCH_SETTINGS = {
 
 CHAIN_APP = "scripts.bench.chain_app:app"
 CHAIN_QUEUE = "bench_chain"
+WORKER_PROCS = ("llm", "tools", "summarize")
+APP_PROCS = ("api", *WORKER_PROCS, "beat")
+"""The product's processes, as the stack starts them (extra workers and helpers aside)."""
 
 
 @dataclass
@@ -75,6 +78,7 @@ class BenchStack(Stack):
         super().__init__(cfg)
         self.proc_env: dict[str, dict[str, str]] = {k: dict(v) for k, v in cfg.proc_env.items()}
         self.worker_specs: dict[str, WorkerSpec] = {}
+        self._base_argv: dict[str, list[str]] = {}
 
     # ------------------------------------------------------------------ processes
 
@@ -122,6 +126,14 @@ class BenchStack(Stack):
         is killed first (SIGKILL: tasks it held stay unacknowledged and are not re-delivered
         during the run; the caller cancels their turns)."""
         argv = self._worker_argv(name, spec, queues=queues, app=app)
+        proc = self.run_proc(name, argv, env=env)
+        self.worker_specs[name] = spec
+        self.wait_worker_ready(name, timeout=timeout)
+        return proc
+
+    def run_proc(self, name: str, argv: list[str], *, env: dict[str, str] | None = None) -> Proc:
+        """(Re)start the supervised process `name` with `argv` (SIGKILL for a previous one)
+        and `env` on top of the stack's environment; it is not waited for."""
         with self._lock:
             self.held.add(name)
         try:
@@ -138,9 +150,20 @@ class BenchStack(Stack):
         finally:
             with self._lock:
                 self.held.discard(name)
-        self.worker_specs[name] = spec
-        self.wait_worker_ready(name, timeout=timeout)
         return proc
+
+    def restart_app(self, argv_extra: dict[str, list[str]] | None = None) -> None:
+        """Restart the API, the three workers and beat with the stack's current `env` (change
+        it first), adding `argv_extra[name]` to a process's command line, and wait until the
+        workers and the API are ready."""
+        extra = argv_extra or {}
+        for name in APP_PROCS:
+            proc = self.procs[name]
+            base = self._base_argv.setdefault(name, list(proc.argv))
+            self.run_proc(name, [*base, *extra.get(name, [])])
+        for name in WORKER_PROCS:
+            self.wait_worker_ready(name, timeout=120)
+        self._wait(self._api_ready, 60, "API /readyz")
 
     def stop_worker(self, name: str) -> None:
         proc = self.procs.get(name)
