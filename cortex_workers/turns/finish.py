@@ -102,7 +102,12 @@ def commit_completion(
             return []
         if stored.turn is not None:
             announce(rt, _ended(stored, claim))
-            return step_ref(stored.summarize_step_id, StepKind.SUMMARIZE)
+            return step_ref(
+                stored.summarize_step_id,
+                StepKind.SUMMARIZE,
+                turn_id=claim.turn_id,
+                session_id=ctx.session_id,
+            )
     publish: list[NextStep] = []
     with transaction(rt.db) as db:
         stored = replies.store_reply(db, reply)
@@ -118,11 +123,16 @@ def commit_completion(
                 ],
             )
         if reply.end is None:
-            publish = _create_tool_steps(db, claim, completion.tool_calls)
+            publish = _create_tool_steps(db, claim, completion.tool_calls, ctx.session_id)
         else:
             if stored.session.last_turn_seq > stored.turn.seq:  # a later turn may be waiting
                 publish = promote_next(rt, db, ctx.session_id)
-            publish += step_ref(stored.summarize_step_id, StepKind.SUMMARIZE)
+            publish += step_ref(
+                stored.summarize_step_id,
+                StepKind.SUMMARIZE,
+                turn_id=claim.turn_id,
+                session_id=ctx.session_id,
+            )
     if reply.end is not None:
         announce(rt, _ended(stored, claim))
     return publish
@@ -232,7 +242,9 @@ def _ended(stored: replies.Stored, claim: Claim) -> Ended:
     )
 
 
-def _create_tool_steps(db: Db, claim: Claim, calls: list[ToolCall]) -> list[NextStep]:
+def _create_tool_steps(
+    db: Db, claim: Claim, calls: list[ToolCall], session_id: uuid.UUID
+) -> list[NextStep]:
     publish: list[NextStep] = []
     for i, call in enumerate(calls):
         tool_call_id = tool_calls.insert_tool_call(
@@ -253,5 +265,7 @@ def _create_tool_steps(db: Db, claim: Claim, calls: list[ToolCall]) -> list[Next
                 tool_call_id=tool_call_id,
             ),
             StepKind.TOOL,
+            turn_id=claim.turn_id,
+            session_id=session_id,
         )
     return publish

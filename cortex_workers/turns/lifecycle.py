@@ -100,7 +100,7 @@ def create_model_step(
         parent_step_id=parent_step_id,
         call_index=repo.next_model_call_index(db, session_id),
     )
-    return step_ref(step_id, StepKind.MODEL)
+    return step_ref(step_id, StepKind.MODEL, turn_id=turn_id, session_id=session_id)
 
 
 def promote_next(rt: Runtime, db: Db, session_id: uuid.UUID) -> list[NextStep]:

@@ -135,7 +135,11 @@ def _defer_if_rate_limited(
     count_step(StepKind.MODEL, StepOutcome.DEFERRED)
     with transaction(rt.db) as db:
         deferred = step_store.defer_step(db, claim.step_id, claim.attempt, delay_s=decision.defer_s)
-    return [NextStep(claim.step_id, StepKind.MODEL, countdown=decision.defer_s)] if deferred else []
+    if not deferred:
+        return []
+    return [
+        NextStep(claim.step_id, StepKind.MODEL, countdown=decision.defer_s, turn_id=claim.turn_id)
+    ]
 
 
 def _open_stream(rt: Runtime, claim: Claim, ctx: ModelContext) -> StepStream:
@@ -278,7 +282,17 @@ def _retry_or_fail(
         released = step_store.release_for_retry(
             db, claim.step_id, claim.attempt, delay_s=delay, error=error
         )
-    return [NextStep(claim.step_id, StepKind.MODEL, countdown=delay)] if released else []
+    if not released:
+        return []
+    return [
+        NextStep(
+            claim.step_id,
+            StepKind.MODEL,
+            countdown=delay,
+            turn_id=claim.turn_id,
+            session_id=ctx.session_id,
+        )
+    ]
 
 
 def _audit_failure(

@@ -134,7 +134,9 @@ def _sweep_steps(rt: Runtime, sweep: Sweep) -> None:
                 continue
             sweep.lease_expired += step.status == StepStatus.LEASED
             step_store.mark_republished(db, step)
-            sweep.republished.append(NextStep(step.id, step.kind))
+            session_id = turn.session_id if turn is not None else None
+            again = NextStep(step.id, step.kind, turn_id=step.turn_id, session_id=session_id)
+            sweep.republished.append(again)
     for turn_id, step_id, attempts in exhausted:
         ended, publish = fail_turn(
             rt,

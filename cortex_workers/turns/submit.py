@@ -97,7 +97,9 @@ def _submit(
             )
         match started:
             case new_turns.Started(turn=new):
-                publish = step_ref(new.first_step_id, StepKind.MODEL)
+                publish = step_ref(
+                    new.first_step_id, StepKind.MODEL, turn_id=new.id, session_id=session_id
+                )
                 return Submitted(new, created=True, publish=publish)
             case new_turns.NoSuchSession():
                 raise NotFound(f"session {session_id} not found")
@@ -141,7 +143,9 @@ def _submit_locked(
             traceparent=current_traceparent(),
         )
         if starts:  # its user message and first model step were stored with it
-            publish = step_ref(turn.first_step_id, StepKind.MODEL)
+            publish = step_ref(
+                turn.first_step_id, StepKind.MODEL, turn_id=turn.id, session_id=session_id
+            )
         elif not any(t.status == TurnStatus.RUNNING for t in active):
             # Queued behind turns none of which runs (a lost promotion, the reconciler's
             # case): the oldest queued one starts.
