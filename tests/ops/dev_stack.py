@@ -93,10 +93,18 @@ def flower_up(url: str, auth: tuple[str, str]) -> bool:
     return names >= set(QUEUE_NODES)
 
 
+def _reconciled(url: str, auth: tuple[str, str]) -> bool:
+    tasks = httpx.get(f"{url}/api/tasks", auth=auth, timeout=5).json().values()
+    return any(t["name"] == "cortex.maintenance.reconcile" for t in tasks)
+
+
 def ready_stack(data_dir: Path, *, base: str, flower: str) -> tuple[str, tuple[str, str]]:
     """Waits for the API and for Flower to see every worker online; (API key, Flower auth)."""
     wait_until(lambda: api_ready(base), timeout=120, interval=0.5, what="dev stack ready")
     user, _, password = (data_dir / "flower-auth").read_text().strip().partition(":")
     auth = (user, password)
     wait_until(lambda: flower_up(flower, auth), timeout=90, interval=0.5, what="flower")
+    # task events are on in every worker once Flower's broadcast turning them on arrived: a
+    # task of beat's reconciler shows it (they all get the broadcast at once)
+    wait_until(lambda: _reconciled(flower, auth), timeout=60, interval=0.5, what="task events")
     return (data_dir / "api-key").read_text().strip(), auth
