@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from support import Api, parse_sse
 from api.test_tenancy import _bodies, _call, _fill, _routes_with_ids
+from support import Api, parse_sse
 
 from cortex_workers.api.session_tokens import SessionGrant, sign
 from cortex_workers.vocabulary import TokenScope
@@ -115,9 +115,10 @@ def test_a_read_token_reads_but_cannot_act(client: Api) -> None:
     with _as(client, _token(client, sid, "read")) as http:
         assert http.get(f"/v1/sessions/{sid}/messages").status_code == 200
         assert http.get(f"/v1/proposals/{pid}").status_code == 200
-        assert _error(http.post(f"/v1/sessions/{sid}/turns", json={"content": "x"}), 403)[
-            "code"
-        ] == "forbidden"
+        assert (
+            _error(http.post(f"/v1/sessions/{sid}/turns", json={"content": "x"}), 403)["code"]
+            == "forbidden"
+        )
         _error(http.post(f"/v1/turns/{tid}/cancel"), 403)
         _error(http.post(f"/v1/proposals/{pid}/confirm"), 403)
         _error(http.post(f"/v1/proposals/{pid}/reject"), 403)
@@ -148,12 +149,16 @@ def test_expired_tampered_and_foreign_tokens_answer_401(client: Api) -> None:
             _error(http.get(f"/v1/sessions/{sid}"), 401)
         r = httpx.get(f"{client.base_url}/v1/sessions/{sid}/events", params={"token": bad})
         _error(r, 401)
-    assert "expired" in _error(
-        httpx.get(
-            f"{client.base_url}/v1/sessions/{sid}", headers={"Authorization": f"Bearer {expired}"}
-        ),
-        401,
-    )["message"]
+    assert (
+        "expired"
+        in _error(
+            httpx.get(
+                f"{client.base_url}/v1/sessions/{sid}",
+                headers={"Authorization": f"Bearer {expired}"},
+            ),
+            401,
+        )["message"]
+    )
 
 
 def test_query_tokens_only_on_the_event_streams(client: Api, tenant_key: str) -> None:
@@ -163,7 +168,9 @@ def test_query_tokens_only_on_the_event_streams(client: Api, tenant_key: str) ->
     for path in [f"/v1/sessions/{sid}", f"/v1/sessions/{sid}/messages"]:
         message = _error(httpx.get(f"{base}{path}", params={"token": token}), 401)["message"]
         assert "event streams" in message
-    r = httpx.post(f"{base}/v1/sessions/{sid}/turns", params={"token": token}, json={"content": "x"})
+    r = httpx.post(
+        f"{base}/v1/sessions/{sid}/turns", params={"token": token}, json={"content": "x"}
+    )
     _error(r, 401)
     # an API key is never taken from the query
     _error(httpx.get(f"{base}/v1/sessions/{sid}/events", params={"token": tenant_key}), 401)

@@ -8,11 +8,17 @@ import json
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 from support import Api, require_program, stored_text
 
+PROPOSE = {
+    "name": "propose_action",
+    "arguments": {"action": "restart", "product": "web", "rationale": "it is stuck"},
+}
 SLOW_TEXT = " ".join(f"word{i}" for i in range(50)) + " end."
 SCRIPT = [
     {
@@ -24,12 +30,7 @@ SCRIPT = [
     },
     {
         "text": "I suggest a restart.",
-        "tool_calls": [
-            {
-                "name": "propose_action",
-                "arguments": {"action": "restart", "product": "web", "rationale": "it is stuck"},
-            }
-        ],
+        "tool_calls": [PROPOSE],
     },
     {"text": "Waiting for your decision.", "token_ms": 20},
     {"text": SLOW_TEXT, "token_ms": 80},
@@ -45,10 +46,8 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
+def browser() -> Iterator[Browser]:
     chromium = require_program("chromium", "the chat page is tested in a real browser")
-    from playwright.sync_api import sync_playwright
-
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"]
@@ -57,28 +56,30 @@ def browser() -> Iterator[object]:
         browser.close()
 
 
-def _page(browser: object, width: int = 1100) -> object:
-    from playwright.sync_api import Browser
+@dataclass
+class Tab:
+    """A page and what went wrong in it: console errors, script errors, failed requests."""
 
-    assert isinstance(browser, Browser)
+    page: Page
+    problems: list[str] = field(default_factory=list)
+
+
+def _tab(browser: Browser, width: int = 1100) -> Tab:
     context = browser.new_context(viewport={"width": width, "height": 900})
     context.set_default_timeout(30_000)
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: m.type == "error" and problems.append(m.text))
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.on("response", lambda r: r.status >= 400 and problems.append(f"{r.status} {r.url}"))
-    page.problems = problems  # type: ignore[attr-defined]
-    return page
+    tab = Tab(context.new_page())
+    problems = tab.problems
+    tab.page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+    tab.page.on("pageerror", lambda e: problems.append(str(e)))
+    tab.page.on("response", lambda r: r.status >= 400 and problems.append(f"{r.status} {r.url}"))
+    return tab
 
 
 def test_chat_with_tools_a_proposal_and_a_reload_mid_answer(
-    browser: object, api: Api, tenant_key: str, artifacts: Path
+    browser: Browser, api: Api, tenant_key: str, artifacts: Path
 ) -> None:
-    from playwright.sync_api import Page, expect
-
-    page = _page(browser)
-    assert isinstance(page, Page)
+    tab = _tab(browser)
+    page = tab.page
     response = page.goto(f"{api.base_url}/ui/")
     assert response is not None and response.ok
     csp = response.headers["content-security-policy"]
@@ -135,16 +136,14 @@ def test_chat_with_tools_a_proposal_and_a_reload_mid_answer(
     expect(first.locator(".chips").first.locator(".chip[data-severity]")).to_have_count(2)
     assert "".join(first.locator(".assistant").all_text_contents()).count("Let me check") == 1
     page.screenshot(path=str(artifacts / "chat-after-reload.png"), full_page=True)
-    assert page.problems == []  # type: ignore[attr-defined]
+    assert tab.problems == []
 
 
 def test_an_embed_link_with_a_read_token_shows_the_conversation_and_cannot_post(
-    browser: object, client: Api, artifacts: Path
+    browser: Browser, client: Api, artifacts: Path
 ) -> None:
-    from playwright.sync_api import Page, expect
-
     sid = client.scripted_session(
-        {"text": "Here is what I found.", "tool_calls": [SCRIPT[1]["tool_calls"][0]]},  # type: ignore[index]
+        {"text": "Here is what I found.", "tool_calls": [PROPOSE]},
         {"text": "All clear."},
         name="shared view",
     )
@@ -153,8 +152,8 @@ def test_an_embed_link_with_a_read_token_shows_the_conversation_and_cannot_post(
     r = client.http.post(f"/v1/sessions/{sid}/tokens", json={"scope": "read", "ttl_s": 600})
     token = r.json()["token"]
 
-    page = _page(browser, width=375)
-    assert isinstance(page, Page)
+    tab = _tab(browser, width=375)
+    page = tab.page
     page.goto(f"{client.base_url}/ui/#session={sid}&token={token}")
     expect(page.get_by_role("heading", name="shared view")).to_be_visible()
     expect(page.locator(".bubble.user")).to_have_text("what happened?")
@@ -162,8 +161,9 @@ def test_an_embed_link_with_a_read_token_shows_the_conversation_and_cannot_post(
     expect(page.locator(".proposal")).to_contain_text("Status: pending")
     expect(page.get_by_role("button", name="Confirm")).to_have_count(0)
     expect(page.locator("#composer")).to_be_hidden()
+    expect(page.get_by_text("can read the conversation but not write")).to_be_visible()
     expect(page.locator("#sessions-pane")).to_be_hidden()
-    assert page.problems == []  # type: ignore[attr-defined]
+    assert tab.problems == []
     status = page.evaluate(
         """async ([sid, token]) => (await fetch(`/v1/sessions/${sid}/turns`, {
             method: "POST", headers: {Authorization: `Bearer ${token}`,
@@ -174,3 +174,7 @@ def test_an_embed_link_with_a_read_token_shows_the_conversation_and_cannot_post(
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
     page.screenshot(path=str(artifacts / "embed-read-375px.png"), full_page=True)
     assert [m["role"] for m in client.messages(sid)].count("user") == 1
+    # decided elsewhere: the card follows live
+    pid = client.http.get(f"/v1/sessions/{sid}/proposals").json()[0]["id"]
+    assert client.http.post(f"/v1/proposals/{pid}/reject").status_code == 200
+    expect(page.locator(".proposal .status")).to_have_text("Status: rejected")

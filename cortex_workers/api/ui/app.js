@@ -59,6 +59,7 @@ async function openSession(api, sessionId, { canChat, streamToken }) {
   ui.notice("");
   $("chat").hidden = false;
   $("composer").hidden = !canChat;
+  $("read-only").hidden = canChat;
   for (const link of document.querySelectorAll("#session-list a")) {
     if (link.dataset.id === sessionId) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
