@@ -103,6 +103,7 @@ async function fillNewSessionForm(api) {
     const id = `tool-${t.name}`;
     box.append(el("label", { for: id }, el("input", { type: "checkbox", id, name: "tools", value: t.name, checked: "" }), t.name));
   }
+  $("create-session").disabled = false; // the choices are loaded
 }
 
 function newSessionBody(form) {
