@@ -137,6 +137,9 @@ async function startWithKey(key) {
     event.preventDefault();
     try {
       const session = await api.post("/v1/sessions", newSessionBody(event.target));
+      $("ns-name").value = "";
+      $("ns-metadata").value = "";
+      $("new-session").open = false;
       await listSessions(api);
       location.hash = `session=${session.id}`;
     } catch (error) {

@@ -109,12 +109,22 @@ export class ChatView {
       this.showProposal(data, null);
       return;
     }
+    const known = this.turns.has(data.turn);
     const view = this.turn(data.turn);
+    if (!known) this.introduce(view);
     if (!ENDED.has(this.statusOf(data.turn))) this.setCurrent(data.turn, "running");
     this.apply(view, name, data);
   }
 
-  apply(view, name, data) {
+  /** A turn first seen on the stream: posted elsewhere, or a follow-up with no message. */
+  introduce(view) {
+    this.api.get(`/v1/turns/${view.id}`).then((turn) => {
+      if (turn.content) view.user(turn.content);
+      else if (!view.userNode) view.line("follow-up", "Follow-up answer");
+    }).catch(() => {});
+  }
+
+    apply(view, name, data) {
     switch (name) {
       case "token": view.stepText(data.step).append(data.text); break;
       case "step_restart": view.stepText(data.step).textContent = ""; break;

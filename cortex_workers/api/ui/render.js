@@ -32,7 +32,11 @@ export class TurnView {
   }
 
   user(text) {
-    this.body.prepend(el("div", { class: "bubble user", "aria-label": "You", text }));
+    if (!this.userNode) {
+      this.userNode = el("div", { class: "bubble user", "aria-label": "You" });
+      this.body.prepend(this.userNode);
+    }
+    this.userNode.textContent = text;
   }
 
   /** The text of model step `step` (created on first use, after what came before). */
