@@ -144,6 +144,11 @@ def test_expired_tampered_and_foreign_tokens_answer_401(client: Api) -> None:
     wrong_secret = sign(
         b"another", SessionGrant(tenant_id, uuid.UUID(sid), TokenScope.CHAT, int(time.time()) + 60)
     )
+    # any process holding the secret signs tokens the API accepts: nothing is stored
+    fresh = sign(SECRET, SessionGrant(tenant_id, uuid.UUID(sid), TokenScope.READ, 2**31))
+    with _as(client, fresh) as http:
+        assert http.get(f"/v1/sessions/{sid}").status_code == 200
+        assert http.get(f"/v1/sessions/{other}").status_code == 404
     for bad in [expired, wrong_secret, _tampered(good, sid), good[:-3] + "abc", "cwt_garbage"]:
         with _as(client, bad) as http:
             _error(http.get(f"/v1/sessions/{sid}"), 401)
@@ -208,3 +213,25 @@ def test_token_values_never_reach_the_access_log(client: Api) -> None:
 def test_token_requests_are_validated(client: Api, body: dict[str, Any]) -> None:
     sid = client.scripted_session({"text": "x"})
     _error(client.http.post(f"/v1/sessions/{sid}/tokens", json=body), 422)
+
+
+def test_the_page_is_served_with_a_strict_content_security_policy(api: Api) -> None:
+    r = httpx.get(f"{api.base_url}/ui")
+    assert r.status_code == 307 and r.headers["location"].endswith("/ui/")
+    for path in [
+        "/ui/",
+        "/ui/app.js",
+        "/ui/chat.js",
+        "/ui/api.js",
+        "/ui/render.js",
+        "/ui/style.css",
+    ]:
+        r = httpx.get(f"{api.base_url}{path}")
+        assert r.status_code == 200, path
+        csp = r.headers["content-security-policy"]
+        assert "default-src 'none'" in csp and "script-src 'self'" in csp, csp
+        assert "unsafe" not in csp and "http" not in csp
+        assert r.headers["x-content-type-options"] == "nosniff"
+    page = httpx.get(f"{api.base_url}/ui/").text
+    assert "<script " not in page.replace('<script type="module" src="app.js"></script>', "")
+    assert "style=" not in page and "http://" not in page and "https://" not in page
