@@ -178,3 +178,13 @@ def test_an_embed_link_with_a_read_token_shows_the_conversation_and_cannot_post(
     pid = client.http.get(f"/v1/sessions/{sid}/proposals").json()[0]["id"]
     assert client.http.post(f"/v1/proposals/{pid}/reject").status_code == 200
     expect(page.locator(".proposal .status")).to_have_text("Status: rejected")
+
+    # the same link with a chat token may write
+    r = client.http.post(f"/v1/sessions/{sid}/tokens", json={"scope": "chat", "ttl_s": 600})
+    page.goto(f"{client.base_url}/ui/#session={sid}&token={r.json()['token']}")
+    page.reload()
+    expect(page.get_by_label("Message")).to_be_visible()
+    page.get_by_label("Message").fill("one more")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator(".turn").last).to_have_attribute("data-status", "done")
+    expect(page.locator(".turn").last.locator(".assistant").last).to_have_text("one more")
