@@ -137,7 +137,7 @@ async def stream_caller(
 ) -> Caller:
     """As `caller`, or a session token in `?token=` (`EventSource` cannot send headers)."""
     token = request.query_params.get("token")
-    if not authorization and token:
+    if not authorization and token is not None:
         if not looks_like_token(token):
             raise _unauthorized("?token= takes a session token, never an API key")
         grant = _grant(rt, token)
