@@ -284,6 +284,9 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("CORTEX_SECRET_KEY", "SECRET_KEY")
     )
     """Signs pagination cursors; default: derived from DATABASE_URL (set it in production)."""
+    token_secret: OptionalSecret = None
+    """Signs session tokens (`POST /v1/sessions/{sid}/tokens`), the same in every API process;
+    unset: `secret_key`, and without either session tokens are off. `dev` generates one."""
     tool_output_cap: int = Field(default=64 * 1024, gt=0)
 
     # Pools (per process).
@@ -311,6 +314,11 @@ class Settings(BaseSettings):
             else f"cortex-cursors:{self.database_url}"
         )
         return hashlib.sha256(base.encode()).digest()
+
+    def session_token_secret(self) -> bytes | None:
+        """The secret session tokens are signed with, or None when tokens are off."""
+        secret = self.token_secret or self.secret_key
+        return secret.get_secret_value().encode() if secret else None
 
     @model_validator(mode="after")
     def _derive_broker(self) -> Settings:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -132,6 +133,25 @@ def dev_key(data_dir: Path) -> str:
     return key
 
 
+TOKEN_SECRET_ENV = "CORTEX_TOKEN_SECRET"
+
+
+def dev_token_secret(data_dir: Path) -> str:
+    """The secret session tokens are signed with: `CORTEX_TOKEN_SECRET` when set, else the
+    one kept in `<data-dir>/token-secret` (made on first use), so that tokens survive a
+    restart and every API process checks them alike."""
+    given = os.environ.get(TOKEN_SECRET_ENV, "").strip()
+    if given:
+        return given
+    path = data_dir / "token-secret"
+    if path.exists() and path.read_text().strip():
+        return path.read_text().strip()
+    secret = secrets.token_urlsafe(32)
+    path.write_text(secret + "\n")
+    path.chmod(0o600)
+    return secret
+
+
 def banner(
     key: str, host: str, port: int, data_dir: Path, flower: tuple[str, monitor.FlowerAuth] | None
 ) -> str:
@@ -143,6 +163,7 @@ def banner(
         flower_line = f"Flower {url} as {auth.user}, password {auth.password} (also in {where})\n"
     return f"""
 cortex-workers is running: API {base} (docs {base}/docs), data in {data_dir}
+Chat page: {base}/ui (paste the API key below)
 Metrics of every process: {base}/metrics
 {flower_line}API key (also in {data_dir / "api-key"}):
   {key}
@@ -198,6 +219,7 @@ def run_dev(*, data_dir: Path, port: int, host: str, flower_port: int | None) ->
         migrate()
         key = dev_key(data_dir)
         env = _stack_env(data_dir)
+        env[TOKEN_SECRET_ENV] = dev_token_secret(data_dir)
         children = [Child("api", _cli("api", "--host", host, "--port", str(port)))]
         children += [Child(f"worker[{q}]", _cli("worker", "--queues", q)) for q in WORKER_QUEUES]
         children.append(Child("beat", _cli("beat")))

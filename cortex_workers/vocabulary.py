@@ -90,3 +90,11 @@ class DecisionKind(StrEnum):
 
     MODEL = "model"
     TOOL = "tool"
+
+
+class TokenScope(StrEnum):
+    """What a session token allows: `read` the session and its streams, or also `chat`
+    (post and cancel turns, answer proposals)."""
+
+    CHAT = "chat"
+    READ = "read"

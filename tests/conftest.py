@@ -45,6 +45,7 @@ TEST_SETTINGS = {
     "CORTEX_SSE_PING_S": "2",
     "CORTEX_TOOL_PROGRESS_AFTER_S": "1",
     "CORTEX_TOOL_MODULES": '["sample_tools"]',
+    "CORTEX_TOKEN_SECRET": "test-session-token-secret",
 }
 
 

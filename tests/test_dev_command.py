@@ -168,3 +168,16 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(
         )
     finally:
         stop_dev(proc)
+
+
+def test_dev_keeps_one_token_secret_in_its_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cortex_workers.supervisor import dev_token_secret
+
+    monkeypatch.delenv("CORTEX_TOKEN_SECRET", raising=False)
+    first = dev_token_secret(tmp_path)
+    assert len(first) >= 32 and (tmp_path / "token-secret").stat().st_mode & 0o777 == 0o600
+    assert dev_token_secret(tmp_path) == first  # tokens survive a restart
+    monkeypatch.setenv("CORTEX_TOKEN_SECRET", "from-the-environment")
+    assert dev_token_secret(tmp_path) == "from-the-environment"

@@ -17,7 +17,8 @@ from ..observability.tracing import configure_tracing, shutdown_tracing
 from ..runtime import Runtime, get_runtime
 from . import errors
 from .limits import BodySizeLimit
-from .routes import events, meta, metrics, proposals, sessions, turns
+from .redaction import install_log_redaction
+from .routes import compat, events, meta, metrics, proposals, sessions, tokens, turns, ui
 from .schemas import ErrorOut
 from .telemetry import RequestTelemetry
 from .turn_lookup import TurnLookups
@@ -89,8 +90,10 @@ def create_app() -> FastAPI:
         **_without_native_telemetry(),
     )
     errors.install(app)
-    for module in (sessions, turns, events, proposals, meta, metrics):
+    install_log_redaction()
+    for module in (sessions, tokens, turns, events, proposals, meta, metrics, compat):
         app.include_router(module.router)
+    ui.mount(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.request_max_bytes)
     app.add_middleware(RequestTelemetry)  # outermost: measures the 413s too
     return app

@@ -5,15 +5,19 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Header
+from fastapi import Depends, Header, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
+from ..errors import NotFound
 from ..runtime import Runtime, get_runtime
 from ..store import tenants
 from ..store.db import transaction
+from ..vocabulary import TokenScope
+from .session_tokens import InvalidToken, SessionGrant, looks_like_token, verify
 
 _CACHE_TTL_S = 30.0
 _key_cache: dict[str, tuple[uuid.UUID, float]] = {}
@@ -36,15 +40,34 @@ def _lookup(rt: Runtime, key: str) -> uuid.UUID | None:
         return tenants.tenant_for_key(db, key)
 
 
-async def tenant(
-    rt: RuntimeDep, authorization: Annotated[str | None, Header()] = None
-) -> uuid.UUID:
-    """The tenant of the bearer key; 401 when missing or unknown."""
+def _bearer(authorization: str | None, request: Request) -> str:
+    """The bearer credential; 401 when missing or malformed."""
     if not authorization:
+        if "token" in request.query_params:
+            raise _unauthorized(
+                "?token= is accepted only by the two event streams; "
+                "send Authorization: Bearer <token> here"
+            )
         raise _unauthorized("missing Authorization: Bearer <api key>")
-    scheme, _, key = authorization.partition(" ")
-    key = key.strip()
-    if scheme.lower() != "bearer" or not key or len(key) > 200:
+    scheme, _, credential = authorization.partition(" ")
+    credential = credential.strip()
+    if scheme.lower() != "bearer" or not credential or len(credential) > 400:
+        raise _unauthorized("use Authorization: Bearer <api key>")
+    return credential
+
+
+async def tenant(
+    rt: RuntimeDep, request: Request, authorization: Annotated[str | None, Header()] = None
+) -> uuid.UUID:
+    """The tenant of the bearer key; 401 when missing or unknown, or a session token."""
+    key = _bearer(authorization, request)
+    if looks_like_token(key):
+        raise _unauthorized("a session token cannot use this route; it needs the tenant's API key")
+    return await _tenant_of_key(rt, key)
+
+
+async def _tenant_of_key(rt: Runtime, key: str) -> uuid.UUID:
+    if len(key) > 200:
         raise _unauthorized("use Authorization: Bearer <api key>")
     digest = hashlib.sha256(key.encode()).hexdigest()
     cached = _key_cache.get(digest)
@@ -60,3 +83,67 @@ async def tenant(
 
 
 TenantDep = Annotated[uuid.UUID, Depends(tenant)]
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who calls: a tenant's API key (`grant` None, every session of the tenant) or a session
+    token (`grant`: one session, read or chat)."""
+
+    tenant_id: uuid.UUID
+    grant: SessionGrant | None = None
+
+    def sees(self, session_id: uuid.UUID) -> bool:
+        return self.grant is None or self.grant.session_id == session_id
+
+    def require_read(self, session_id: uuid.UUID, what: str) -> None:
+        """404 (as for another tenant's ids) when a token of another session asks."""
+        if not self.sees(session_id):
+            raise NotFound(f"{what} not found")
+
+    def require_chat(self, session_id: uuid.UUID, what: str) -> None:
+        """As `require_read`, and 403 for a `read` token."""
+        self.require_read(session_id, what)
+        if self.grant is not None and self.grant.scope != TokenScope.CHAT:
+            raise HTTPException(403, "this session token may only read; a chat token may act")
+
+
+def _grant(rt: Runtime, token: str) -> SessionGrant:
+    secret = rt.settings.session_token_secret()
+    if secret is None:
+        raise _unauthorized("session tokens are off here (no CORTEX_TOKEN_SECRET)")
+    try:
+        return verify(secret, token)
+    except InvalidToken as exc:
+        raise _unauthorized(str(exc)) from None
+
+
+async def _caller_of(rt: Runtime, credential: str) -> Caller:
+    if looks_like_token(credential):
+        grant = _grant(rt, credential)
+        return Caller(grant.tenant_id, grant)
+    return Caller(await _tenant_of_key(rt, credential))
+
+
+async def caller(
+    rt: RuntimeDep, request: Request, authorization: Annotated[str | None, Header()] = None
+) -> Caller:
+    """The tenant's API key or a session token, from `Authorization: Bearer`."""
+    return await _caller_of(rt, _bearer(authorization, request))
+
+
+async def stream_caller(
+    rt: RuntimeDep, request: Request, authorization: Annotated[str | None, Header()] = None
+) -> Caller:
+    """As `caller`, or a session token in `?token=` (`EventSource` cannot send headers)."""
+    token = request.query_params.get("token")
+    if not authorization and token is not None:
+        if not looks_like_token(token):
+            raise _unauthorized("?token= takes a session token, never an API key")
+        grant = _grant(rt, token)
+        return Caller(grant.tenant_id, grant)
+    return await _caller_of(rt, _bearer(authorization, request))
+
+
+CallerDep = Annotated[Caller, Depends(caller)]
+StreamCallerDep = Annotated[Caller, Depends(stream_caller)]

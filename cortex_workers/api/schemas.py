@@ -116,6 +116,17 @@ class SessionCreate(StorableBody):
         )
 
 
+class SessionItem(BaseModel):
+    id: uuid.UUID
+    name: str | None
+    created_at: datetime
+
+
+class SessionList(BaseModel):
+    sessions: list[SessionItem]
+    next_before: uuid.UUID | None = Field(description="Pass as `before` for the next page.")
+
+
 class ActiveTurn(BaseModel):
     id: uuid.UUID
     seq: int

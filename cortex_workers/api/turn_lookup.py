@@ -22,6 +22,7 @@ class TurnState:
     status: TurnStatus
     traceparent: str | None
     """The trace context stored with the turn: its SSE requests link to it."""
+    session_id: uuid.UUID
 
 
 class TurnLookups:

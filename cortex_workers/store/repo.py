@@ -20,6 +20,7 @@ from sqlalchemy import (
     bindparam,
     func,
     select,
+    tuple_,
     update,
 )
 from sqlalchemy.dialects.postgresql import insert
@@ -100,6 +101,22 @@ def insert_session(
     db.add(row)
     db.flush()
     return row
+
+
+def recent_sessions(
+    db: Db, tenant_id: uuid.UUID, *, limit: int, before: uuid.UUID | None = None
+) -> Sequence[Session]:
+    """The tenant's sessions, newest first, older than session `before` when given."""
+    query = select(Session).where(Session.tenant_id == tenant_id)
+    if before is not None:
+        mark = select(Session.created_at, Session.id).where(
+            Session.id == before, Session.tenant_id == tenant_id
+        )
+        row = db.execute(mark).first()
+        if row is not None:
+            query = query.where(tuple_(Session.created_at, Session.id) < tuple_(*row))
+    query = query.order_by(Session.created_at.desc(), Session.id.desc()).limit(limit)
+    return db.execute(query).scalars().all()
 
 
 def get_session(
@@ -317,12 +334,14 @@ def overdue_turns(db: Db, *, limit: int = 100) -> Sequence[uuid.UUID]:
 
 def turn_owner_status_and_trace(
     db: Db, turn_id: uuid.UUID
-) -> tuple[uuid.UUID, TurnStatus, str | None] | None:
-    """(tenant_id, status, traceparent) of the turn, in one small query (the SSE endpoint's
-    check, and the trace its request links to)."""
-    query = select(Turn.tenant_id, Turn.status, Turn.traceparent).where(Turn.id == turn_id)
+) -> tuple[uuid.UUID, TurnStatus, str | None, uuid.UUID] | None:
+    """(tenant_id, status, traceparent, session_id) of the turn, in one small query (the SSE
+    endpoint's check, and the trace its request links to)."""
+    query = select(Turn.tenant_id, Turn.status, Turn.traceparent, Turn.session_id).where(
+        Turn.id == turn_id
+    )
     row = db.execute(query).first()
-    return (row.tenant_id, row.status, row.traceparent) if row else None
+    return (row.tenant_id, row.status, row.traceparent, row.session_id) if row else None
 
 
 def turn_at(db: Db, session_id: uuid.UUID, seq: int) -> Turn | None:

@@ -220,7 +220,7 @@ def test_a_wrong_method_is_405_in_shape(client: Api, sid: str) -> None:
     for method, path in [
         ("DELETE", f"/v1/sessions/{sid}"),
         ("PUT", "/v1/sessions"),
-        ("GET", "/v1/sessions"),
+        ("PATCH", "/v1/sessions"),
         ("GET", f"/v1/turns/{uuid.uuid4()}/cancel"),
         ("POST", "/healthz"),
     ]:

@@ -14,7 +14,7 @@ from ...observability.metrics import sse_connection
 from ...observability.tracing import link_to
 from ...store.repo import TERMINAL
 from ...streaming import parse_entry_id
-from ..deps import RuntimeDep, TenantDep
+from ..deps import RuntimeDep, StreamCallerDep
 from ..session_stream import session_events
 from ..sse import turn_sse
 from ..turn_lookup import TurnLookups
@@ -24,6 +24,10 @@ SSE_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"content": {"text/event-stream": {}}, "description": "an SSE stream"}
 }
 LastEventId = Annotated[str | None, Header(alias="Last-Event-ID", max_length=100)]
+TokenQuery = Annotated[
+    str | None,
+    Query(description="A session token, for clients that cannot send headers (`EventSource`)."),
+]
 
 
 def _valid_turn_cursor(value: str | None) -> str | None:
@@ -40,7 +44,7 @@ def _valid_turn_cursor(value: str | None) -> str | None:
 Chunk = TypeVar("Chunk")
 
 
-async def _counted(
+async def counted(
     stream: Literal["turn", "session"], events: AsyncIterator[Chunk]
 ) -> AsyncIterator[Chunk]:
     """`events`, counted in `cortex_sse_connections{stream}` while the response is open."""
@@ -54,23 +58,24 @@ async def turn_stream(
     turn_id: uuid.UUID,
     request: Request,
     rt: RuntimeDep,
-    tenant_id: TenantDep,
+    caller: StreamCallerDep,
     last_event_id: LastEventId = None,
     after: Annotated[
         str | None, Query(max_length=100, description="Same as Last-Event-ID.")
     ] = None,
+    token: TokenQuery = None,
 ) -> EventSourceResponse:
     """The turn's events (`token`, `tool_call`, `tool_result`, `step_restart`, `message`,
     `error`, `done`); resumes after `Last-Event-ID`."""
     cursor = _valid_turn_cursor(last_event_id or after)
     lookups: TurnLookups = request.app.state.turn_lookups
     state = await lookups.get(turn_id)
-    if state is None or state.tenant_id != tenant_id:
+    if state is None or state.tenant_id != caller.tenant_id or not caller.sees(state.session_id):
         raise NotFound(f"turn {turn_id} not found")
     link_to(state.traceparent)  # the request's span follows the turn's trace, not a child in it
     running = state.status not in TERMINAL
     events = turn_sse(rt, request.app.state.redis, turn_id, last_id=cursor, running=running)
-    return EventSourceResponse(_counted("turn", events), ping=int(rt.settings.sse_ping_s))
+    return EventSourceResponse(counted("turn", events), ping=int(rt.settings.sse_ping_s))
 
 
 @router.get("/v1/sessions/{session_id}/events", responses=SSE_RESPONSES)
@@ -78,21 +83,23 @@ async def session_stream(
     session_id: uuid.UUID,
     request: Request,
     rt: RuntimeDep,
-    tenant_id: TenantDep,
+    caller: StreamCallerDep,
     last_event_id: LastEventId = None,
     after: Annotated[
         str | None, Query(max_length=100, description="Same as Last-Event-ID.")
     ] = None,
+    token: TokenQuery = None,
 ) -> EventSourceResponse:
     """Events of every turn of the session, in order, from its active turn on, and the
     session's notices (`proposal` decisions); after `Last-Event-ID` when given. Event ids are
     `{turn_seq}:{turn event id}~{notice id}`; each event's data carries `turn` (null for a
     notice)."""
+    caller.require_read(session_id, f"session {session_id}")
     events = await session_events(
         rt,
         request.app.state.redis,
         session_id,
-        tenant_id=tenant_id,
+        tenant_id=caller.tenant_id,
         last_id=last_event_id or after,
     )
-    return EventSourceResponse(_counted("session", events), ping=int(rt.settings.sse_ping_s))
+    return EventSourceResponse(counted("session", events), ping=int(rt.settings.sse_ping_s))

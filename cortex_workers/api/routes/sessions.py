@@ -9,12 +9,21 @@ from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse
 
 from ...dispatch import publish
+from ...store import repo
 from ...store.db import transaction
 from ...turns import sessions
 from ...turns.submit import submit_turn
-from ..deps import RuntimeDep, TenantDep
+from ..deps import CallerDep, RuntimeDep, TenantDep
 from ..ratelimit import take_session, take_turn
-from ..schemas import MessagesPage, SessionCreate, SessionOut, TurnAccepted, TurnCreate
+from ..schemas import (
+    MessagesPage,
+    SessionCreate,
+    SessionItem,
+    SessionList,
+    SessionOut,
+    TurnAccepted,
+    TurnCreate,
+)
 from ..views import events_url, messages_page, require_session, session_out
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -35,27 +44,45 @@ def create_session(body: SessionCreate, rt: RuntimeDep, tenant_id: TenantDep) ->
         return session_out(rt, db, session)
 
 
-@router.get("/{session_id}", response_model=SessionOut)
-def get_session(session_id: uuid.UUID, rt: RuntimeDep, tenant_id: TenantDep) -> SessionOut:
-    """A session with its rolling summary and active turn."""
+@router.get("", response_model=SessionList)
+def list_sessions(
+    rt: RuntimeDep,
+    tenant_id: TenantDep,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    before: Annotated[
+        uuid.UUID | None, Query(description="Only sessions older than this one.")
+    ] = None,
+) -> SessionList:
+    """The tenant's sessions, newest first; page on with `before` = the last id."""
     with transaction(rt.db) as db:
-        return session_out(rt, db, require_session(db, session_id, tenant_id))
+        rows = repo.recent_sessions(db, tenant_id, limit=limit + 1, before=before)
+        items = [SessionItem(id=s.id, name=s.name, created_at=s.created_at) for s in rows[:limit]]
+    return SessionList(sessions=items, next_before=items[-1].id if len(rows) > limit else None)
+
+
+@router.get("/{session_id}", response_model=SessionOut)
+def get_session(session_id: uuid.UUID, rt: RuntimeDep, caller: CallerDep) -> SessionOut:
+    """A session with its rolling summary and active turn."""
+    caller.require_read(session_id, f"session {session_id}")
+    with transaction(rt.db) as db:
+        return session_out(rt, db, require_session(db, session_id, caller.tenant_id))
 
 
 @router.get("/{session_id}/messages", response_model=MessagesPage)
 def list_messages(
     session_id: uuid.UUID,
     rt: RuntimeDep,
-    tenant_id: TenantDep,
+    caller: CallerDep,
     after: Annotated[
         int, Query(ge=0, le=MAX_SEQ, description="Return messages after this seq.")
     ] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> MessagesPage:
     """The stored history, oldest first, paged by sequence number."""
+    caller.require_read(session_id, f"session {session_id}")
     with transaction(rt.db) as db:
         return messages_page(
-            db, require_session(db, session_id, tenant_id), after=after, limit=limit
+            db, require_session(db, session_id, caller.tenant_id), after=after, limit=limit
         )
 
 
@@ -64,6 +91,7 @@ def list_messages(
     status_code=202,
     response_model=TurnAccepted,
     responses={
+        403: {"description": "a session token of scope `read`"},
         409: {"description": "busy session with if_busy=reject"},
         422: {"description": "invalid body, or Idempotency-Key reused"},
         429: {
@@ -81,13 +109,15 @@ def post_turn(
     session_id: uuid.UUID,
     body: TurnCreate,
     rt: RuntimeDep,
-    tenant_id: TenantDep,
+    caller: CallerDep,
     idempotency_key: Annotated[str | None, Header(min_length=1, max_length=200)] = None,
 ) -> JSONResponse:
     """Accept one user turn; it runs in the background. Watch `events_url` for its progress.
 
     Each tenant may submit `tenant_turns_per_minute` turns in any minute (429 with
     `Retry-After` beyond it); replaying an Idempotency-Key already used is not counted."""
+    caller.require_chat(session_id, f"session {session_id}")
+    tenant_id = caller.tenant_id
     take_turn(rt, tenant_id, idempotency_key)
     result = submit_turn(
         rt,

@@ -1,0 +1,209 @@
+// One session's conversation: stored history, then its live session stream.
+
+import { plainWords } from "./api.js";
+import { TurnView, describe, el, proposalCard, updateProposal } from "./render.js";
+
+const EVENTS = ["token", "tool_call", "tool_progress", "proposal", "tool_result", "step_restart",
+  "message", "error", "done", "task", "agent_started", "agent_done"];
+const ENDED = new Set(["done", "failed", "cancelled"]);
+
+export class ChatView {
+  /**
+   * `api`: an Api (key or token); `streamToken()`: a session token for EventSource (a new one
+   * when the last expired, or null when none can be had); `canChat`: may post and decide.
+   */
+  constructor({ api, sessionId, streamToken, canChat, ui }) {
+    Object.assign(this, { api, sessionId, streamToken, canChat, ui });
+    this.turns = new Map();
+    this.cards = new Map();
+    this.lastEventId = null;
+    this.current = null;
+    this.source = null;
+    this.refusals = 0;
+    this.startAfter = null;
+  }
+
+  async open() {
+    const { api, sessionId } = this;
+    const [session, messages, proposals] = await Promise.all([
+      api.get(`/v1/sessions/${sessionId}`),
+      api.messages(sessionId),
+      api.get(`/v1/sessions/${sessionId}/proposals`),
+    ]);
+    this.ui.title.textContent = session.name || `Session ${sessionId.slice(0, 8)}`;
+    this.ui.transcript.replaceChildren();
+    const active = session.active_turn;
+    this.renderHistory(messages, active ? active.id : null);
+    for (const proposal of proposals) this.showProposal(proposal, proposal.turn_id);
+    if (active) this.setCurrent(active.id, active.status);
+    // The running turn is streamed from its start: its stored steps are not drawn twice.
+    await this.connect(active ? `${active.seq}:0-0` : null);
+  }
+
+  close() {
+    if (this.source) this.source.close();
+    this.source = null;
+  }
+
+  turn(turnId) {
+    let view = this.turns.get(turnId);
+    if (!view) {
+      view = new TurnView(turnId, this.ui.transcript);
+      this.turns.set(turnId, view);
+    }
+    return view;
+  }
+
+  renderHistory(messages, activeTurnId) {
+    for (const m of messages) {
+      const view = this.turn(m.turn_id || "history");
+      if (m.role === "user") view.user(m.content);
+      else if (m.turn_id === activeTurnId) continue;
+      else if (m.role === "assistant") {
+        if (m.content) view.appendAssistant(m.content);
+        for (const call of m.tool_calls || []) view.toolCall(call.id, call.name, call.arguments);
+      } else if (m.role === "tool") {
+        view.toolResult(m.tool_call_id, m.name || "tool", m.is_error ? "error" : "ok", m.content);
+      }
+    }
+    for (const view of this.turns.values()) if (view.id !== activeTurnId) view.setStatus("");
+  }
+
+  async connect(after) {
+    if (after) this.startAfter = after;
+    const token = this.refusals > 3 ? null : await this.streamToken().catch(() => null);
+    if (!token) {
+      this.ui.notice("The live view stopped: the link or key is no longer valid. Reload to try again.");
+      return;
+    }
+    const params = new URLSearchParams({ token });
+    const cursor = this.lastEventId || this.startAfter;
+    if (cursor) params.set("after", cursor);
+    const source = new EventSource(`/v1/sessions/${this.sessionId}/events?${params}`);
+    this.source = source;
+    for (const name of EVENTS) {
+      source.addEventListener(name, (event) => this.onEvent(name, event));
+    }
+    source.onopen = () => {
+      this.refusals = 0;
+      this.ui.connection("");
+    };
+    source.onerror = () => {
+      if (source.readyState === EventSource.CLOSED && this.source === source) {
+        // Refused (an expired token): reconnect once with a fresh one, from the last event.
+        this.source = null;
+        this.refusals += 1;
+        this.ui.connection("Reconnecting…");
+        setTimeout(() => this.connect(null), 1000);
+      } else {
+        this.ui.connection("Connection lost; reconnecting…");
+      }
+    };
+  }
+
+  onEvent(name, event) {
+    if (event.lastEventId) this.lastEventId = event.lastEventId;
+    let data = {};
+    try { data = JSON.parse(event.data); } catch { data = { message: event.data }; }
+    if (name === "proposal" && !data.turn) {
+      this.showProposal(data, null);
+      return;
+    }
+    const known = this.turns.has(data.turn);
+    const view = this.turn(data.turn);
+    if (!known) this.introduce(view);
+    if (!ENDED.has(this.statusOf(data.turn))) this.setCurrent(data.turn, "running");
+    this.apply(view, name, data);
+  }
+
+  /** A turn first seen on the stream: posted elsewhere, or a follow-up with no message. */
+  introduce(view) {
+    this.api.get(`/v1/turns/${view.id}`).then((turn) => {
+      if (turn.content) view.user(turn.content);
+      else if (!view.userNode) view.line("follow-up", "Follow-up answer");
+    }).catch(() => {});
+  }
+
+    apply(view, name, data) {
+    switch (name) {
+      case "token": view.stepText(data.step).append(data.text); break;
+      case "step_restart": view.stepText(data.step).textContent = ""; break;
+      case "message": view.stepText(data.step).textContent = data.content || ""; break;
+      case "tool_call": view.toolCall(data.id, data.name, data.arguments); break;
+      case "tool_progress": view.line("tool_progress", `${data.name} is still running (${Math.round(data.elapsed_s)} s)`); break;
+      case "tool_result":
+        view.toolResult(data.id, data.name, data.severity || (data.is_error ? "error" : "ok"),
+          data.content, data.error || (data.truncated ? "truncated" : ""));
+        break;
+      case "proposal": this.showProposal(data, view.id); break;
+      case "error": view.error(`The turn failed: ${data.message || data.code}`); break;
+      case "done": this.finish(view, data); break;
+      case "task": view.line("task", `Background task ${describe("", data).replace(/^ — /, "")}`); break;
+      default: view.line(name, describe(name, data));
+    }
+  }
+
+  statusOf(turnId) {
+    return this.current && this.current.id === turnId ? this.current.status : null;
+  }
+
+  finish(view, data) {
+    const usage = data.usage || {};
+    const cost = typeof data.cost_usd === "number" ? ` · $${data.cost_usd.toFixed(6)}` : "";
+    view.setStatus(`${data.status} · ${usage.input_tokens || 0} tokens in, ${usage.output_tokens || 0} out${cost}`);
+    view.node.dataset.status = data.status;
+    this.setCurrent(view.id, data.status);
+  }
+
+  setCurrent(turnId, status) {
+    this.current = { id: turnId, status };
+    const running = !ENDED.has(status);
+    this.ui.cancel.hidden = !(running && this.canChat);
+    this.ui.status.textContent = running ? `Turn ${status}…` : `Last turn ${status}.`;
+  }
+
+  showProposal(proposal, turnId) {
+    const decide = this.canChat ? (id, verdict) => this.decide(id, verdict) : null;
+    const card = this.cards.get(proposal.id);
+    if (card) {
+      updateProposal(card, { ...card.proposal, ...proposal }, decide);
+      card.proposal = { ...card.proposal, ...proposal };
+      return;
+    }
+    if (!proposal.action) return; // a notice about a proposal not shown here
+    const fresh = proposalCard(proposal, decide);
+    fresh.proposal = proposal;
+    this.cards.set(proposal.id, fresh);
+    (turnId ? this.turn(turnId).body : this.ui.transcript).append(fresh);
+  }
+
+  async decide(proposalId, verdict) {
+    try {
+      const row = await this.api.post(`/v1/proposals/${proposalId}/${verdict}`);
+      this.showProposal(row, row.turn_id);
+    } catch (error) {
+      this.ui.notice(plainWords(error));
+      const row = await this.api.get(`/v1/proposals/${proposalId}`).catch(() => null);
+      if (row) this.showProposal(row, row.turn_id);
+    }
+  }
+
+  async send(content) {
+    const accepted = await this.api.post(`/v1/sessions/${this.sessionId}/turns`, { content });
+    const view = this.turn(accepted.id);
+    view.user(content);
+    this.ui.transcript.append(view.node); // after anything already shown
+    if (!this.current || ENDED.has(this.current.status)) this.setCurrent(accepted.id, accepted.status);
+    return accepted;
+  }
+
+  async cancel() {
+    if (!this.current) return;
+    const turn = await this.api.post(`/v1/turns/${this.current.id}/cancel`);
+    this.setCurrent(turn.id, turn.status);
+  }
+}
+
+export function emptyState(container, text) {
+  container.replaceChildren(el("p", { class: "label", text }));
+}
