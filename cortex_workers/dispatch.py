@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from celery import current_app
 
-from .queues import EXECUTE_PROPOSAL, Queue, step_route
+from .queues import DELIVER_WEBHOOK, EXECUTE_PROPOSAL, Queue, step_route
 from .turns.steps import NextStep
 
 log = logging.getLogger(__name__)
@@ -74,3 +74,20 @@ def publish_execution(proposal_id: uuid.UUID) -> None:
             proposal_id,
             exc_info=True,
         )
+
+
+def publish_deliveries(due: Iterable[tuple[uuid.UUID, int]]) -> None:
+    """Hand due webhook deliveries to the `webhooks` workers; `(id, attempts so far)` each
+    (a lost one is published again by the next sweep once its hold runs out)."""
+    for delivery_id, attempts in due:
+        try:
+            current_app.send_task(
+                DELIVER_WEBHOOK,
+                args=[str(delivery_id), attempts],
+                task_id=f"delivery-{delivery_id}-{attempts}",
+                queue=Queue.WEBHOOKS.value,
+                argsrepr=f"delivery={delivery_id} attempt={attempts + 1}",
+                kwargsrepr="",
+            )
+        except Exception:
+            log.warning("could not publish delivery %s; the sweep will", delivery_id, exc_info=True)

@@ -18,6 +18,8 @@ TASKS = {
     queues.EXECUTE_PROPOSAL: Queue.TOOLS,
     queues.RUN_SUMMARIZE_STEP: Queue.SUMMARIZE,
     queues.RECONCILE: Queue.MAINTENANCE,
+    queues.DISPATCH_WEBHOOKS: Queue.MAINTENANCE,
+    queues.DELIVER_WEBHOOK: Queue.WEBHOOKS,
 }
 
 
