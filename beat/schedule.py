@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cortex_workers.queues import DISPATCH_WEBHOOKS, RECONCILE, Queue
+from cortex_workers.queues import DISPATCH_WEBHOOKS, RECONCILE, SWEEP_JOBS, Queue
 from cortex_workers.settings import Settings
 
 
@@ -17,6 +17,11 @@ def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
             "task": RECONCILE,
             "schedule": every,
             # A sweep that waited longer than its interval is stale: the next one will come.
+            "options": {"queue": Queue.MAINTENANCE.value, "expires": max(every * 2, 2.0)},
+        },
+        "sweep-jobs": {
+            "task": SWEEP_JOBS,
+            "schedule": every,
             "options": {"queue": Queue.MAINTENANCE.value, "expires": max(every * 2, 2.0)},
         },
         "dispatch-webhooks": {

@@ -36,6 +36,7 @@ def create_app() -> Celery:
             "cortex_workers.tasks.summarize",
             "cortex_workers.tasks.maintenance",
             "cortex_workers.tasks.webhooks",
+            "cortex_workers.tasks.jobs",
         ],
     )
     celery.conf.update(celery_settings(settings))

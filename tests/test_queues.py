@@ -20,6 +20,9 @@ TASKS = {
     queues.RECONCILE: Queue.MAINTENANCE,
     queues.DISPATCH_WEBHOOKS: Queue.MAINTENANCE,
     queues.DELIVER_WEBHOOK: Queue.WEBHOOKS,
+    queues.SWEEP_JOBS: Queue.MAINTENANCE,
+    queues.RUN_JOB: Queue.LLM,
+    queues.RUN_BATCH_JOB: Queue.BATCH,
 }
 
 
