@@ -27,8 +27,6 @@ ASGI_APP = "config.asgi:app"
 QUEUE_POOLS: dict[str, tuple[str, int]] = {
     Queue.LLM: ("gevent", 1000),
     Queue.TOOLS: ("threads", 32),
-    Queue.WEBHOOKS: ("threads", 16),
-    Queue.BATCH: ("threads", 8),
 }
 """Model steps wait on providers' streams through sockets: greenlets hold hundreds of them per
 process for less CPU than threads (docs/benchmarks.md). Tools stay on threads: a tool that
@@ -230,6 +228,7 @@ def _add_data_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Every command and its options: long because it lists them all in one place."""
     parser = argparse.ArgumentParser(prog="cortex-workers", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
