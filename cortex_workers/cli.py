@@ -27,6 +27,8 @@ ASGI_APP = "config.asgi:app"
 QUEUE_POOLS: dict[str, tuple[str, int]] = {
     Queue.LLM: ("gevent", 1000),
     Queue.TOOLS: ("threads", 32),
+    Queue.WEBHOOKS: ("threads", 16),
+    Queue.BATCH: ("threads", 8),
 }
 """Model steps wait on providers' streams through sockets: greenlets hold hundreds of them per
 process for less CPU than threads (docs/benchmarks.md). Tools stay on threads: a tool that
