@@ -95,8 +95,10 @@ class TomlSource(PydanticBaseSettingsSource):
         for key, field_name in LLM_TABLE_KEYS.items():
             if key in llm:
                 values.setdefault(field_name, llm[key])
-        for key, value in data.get("webhooks", {}).items():  # [webhooks] x → webhook_x
-            values.setdefault(f"webhook_{key}", value)
+        webhooks = data.get("webhooks", {})
+        for key, field_name in WEBHOOKS_TABLE_KEYS.items():
+            if key in webhooks:
+                values.setdefault(field_name, webhooks[key])
         # Empty strings from unset ${ENV} references mean "not configured".
         return {k: v for k, v in values.items() if v != ""}
 
@@ -117,6 +119,16 @@ LLM_TABLE_KEYS = {
     "rate_limit_max_wait": "llm_rate_wait_max_s",
 }
 """`[llm]` keys of the config file (docs/configuration.md) and the settings fields they fill."""
+
+WEBHOOKS_TABLE_KEYS = {
+    "allowed_private_hosts": "webhook_allowed_private_hosts",
+    "backoff_base": "webhook_backoff_base_s",
+    "backoff_max": "webhook_backoff_max_s",
+    "retry_for": "webhook_retry_for_s",
+    "timeout": "webhook_timeout_s",
+    "dispatch_every_s": "webhook_dispatch_every_s",
+}
+"""`[webhooks]` keys of the config file (docs/webhooks.md) and the settings fields they fill."""
 
 
 def _duration(value: Any) -> Any:

@@ -1,0 +1,29 @@
+"""The example of docs/jobs.md runs against the real stack and prints what the page says."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from support import Api
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_jobs_page_example_runs(api: Api, tenant_key: str) -> None:
+    page = (ROOT / "docs" / "jobs.md").read_text()
+    assert '--8<-- "docs/examples/jobs.py"' in page
+    env = {**os.environ, "CORTEX_URL": api.base_url, "CORTEX_API_KEY": tenant_key}
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "examples" / "jobs.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    printed = run.stdout.splitlines()
+    assert printed == ["succeeded {'sentiment': 'positive'} [False, True]", "5 [0, 1, 2, 3, 4]"]
+    assert f"It prints `{printed[0]}`, then `{printed[1]}`." in page
