@@ -172,9 +172,10 @@ class Batches(_Resource):
         return Batch.model_validate(await self._send(calls.get_batch(batch_id)))
 
     async def results(
-        self, batch_id: str, *, after: int | None = None, limit: int | None = None
+        self, batch_id: str, *, offset: int | None = None, limit: int | None = None
     ) -> BatchResultsPage:
-        call = calls.batch_results(batch_id, after=after, limit=limit)
+        """The results in input order, from index `offset`; `next_offset` for the next page."""
+        call = calls.batch_results(batch_id, offset=offset, limit=limit)
         return BatchResultsPage.model_validate(await self._send(call))
 
 

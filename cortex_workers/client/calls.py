@@ -135,8 +135,8 @@ def get_batch(batch_id: str) -> Call:
     return Call("GET", f"/v1/batches/{batch_id}")
 
 
-def batch_results(batch_id: str, *, after: int | None, limit: int | None) -> Call:
-    params = _drop_none({"after": after, "limit": limit})
+def batch_results(batch_id: str, *, offset: int | None, limit: int | None) -> Call:
+    params = _drop_none({"offset": offset, "limit": limit})
     return Call("GET", f"/v1/batches/{batch_id}/results", params=params)
 
 

@@ -9,19 +9,18 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from ..vocabulary import BatchStatus, JobStatus
 from .errors import JobFailed
-from .models import Batch, BatchResult, Job
+from .models import BatchResult, BatchResultsPage, Job
 
 if TYPE_CHECKING:
     from .aio import AsyncClient
     from .sync import Client
 
 R = TypeVar("R", bound=BaseModel)
-JOB_SUCCEEDED = "succeeded"
-JOB_FAILED = "failed"
 POLL_S = (0.1, 0.2, 0.5, 1.0)
 """The waits between polls of a job or batch: quick at first, then once a second."""
-RESULTS_PAGE = 500
+RESULTS_PAGE = 1000
 
 
 def polls() -> Iterator[float]:
@@ -35,23 +34,19 @@ def input_value(value: Any) -> Any:
 
 
 def job_result(job: Job, result: type[R]) -> R:
-    if job.status != JOB_SUCCEEDED:
-        raise JobFailed(job.id, job.model_extra.get("error") if job.model_extra else job.attempts)
+    if job.status is not JobStatus.SUCCEEDED:
+        raise JobFailed(job.id, job.error or [a.error for a in job.attempts])
     return result.model_validate(job.result)
 
 
-def batch_finished(batch: Batch) -> bool:
-    """Every input has a final result."""
-    extra = batch.model_extra or {}
-    counts = extra.get("counts") or {}
-    final = int(counts.get(JOB_SUCCEEDED, 0)) + int(counts.get(JOB_FAILED, 0))
-    return final >= batch.count
-
-
-def batch_value(item: BatchResult, result: type[R], batch_id: str) -> R:
-    if item.status != JOB_SUCCEEDED:
-        raise JobFailed(f"{batch_id}[{item.index}]", (item.model_extra or {}).get("error"))
+def batch_value(item: BatchResult, result: type[R]) -> R:
+    if item.status is not JobStatus.SUCCEEDED:
+        raise JobFailed(item.job_id, item.error)
     return result.model_validate(item.result)
+
+
+def page_values(page: BatchResultsPage, result: type[R]) -> list[R]:
+    return [batch_value(r, result) for r in page.results]
 
 
 class _Spec(Generic[R]):
@@ -89,7 +84,7 @@ class Function(_Spec[R]):
         accepted = jobs.create(self.instructions, input_value(input), self.schema, **self.options)
         for wait in polls():
             job = jobs.get(accepted.id)
-            if job.status in (JOB_SUCCEEDED, JOB_FAILED):
+            if job.status.is_terminal:
                 return job_result(job, self.result)
             time.sleep(wait)
         raise AssertionError("unreachable")
@@ -99,16 +94,15 @@ class Function(_Spec[R]):
         values = [input_value(i) for i in inputs]
         accepted = batches.create(self.instructions, self.schema, values, **self.options)
         for wait in polls():
-            if batch_finished(batches.get(accepted.id)):
+            if batches.get(accepted.id).status is BatchStatus.COMPLETED:
                 break
             time.sleep(wait)
         out: list[R] = []
-        while len(out) < accepted.count:
-            after = out and len(out) - 1 or None
-            page = batches.results(accepted.id, after=after, limit=RESULTS_PAGE)
-            if not page.results:
-                break
-            out.extend(batch_value(r, self.result, accepted.id) for r in page.results)
+        offset: int | None = 0
+        while offset is not None:
+            page = batches.results(accepted.id, offset=offset, limit=RESULTS_PAGE)
+            out.extend(page_values(page, self.result))
+            offset = page.next_offset
         return out
 
 
@@ -128,7 +122,7 @@ class AsyncFunction(_Spec[R]):
         )
         for wait in polls():
             job = await jobs.get(accepted.id)
-            if job.status in (JOB_SUCCEEDED, JOB_FAILED):
+            if job.status.is_terminal:
                 return job_result(job, self.result)
             await asyncio.sleep(wait)
         raise AssertionError("unreachable")
@@ -138,14 +132,13 @@ class AsyncFunction(_Spec[R]):
         values = [input_value(i) for i in inputs]
         accepted = await batches.create(self.instructions, self.schema, values, **self.options)
         for wait in polls():
-            if batch_finished(await batches.get(accepted.id)):
+            if (await batches.get(accepted.id)).status is BatchStatus.COMPLETED:
                 break
             await asyncio.sleep(wait)
         out: list[R] = []
-        while len(out) < accepted.count:
-            after = out and len(out) - 1 or None
-            page = await batches.results(accepted.id, after=after, limit=RESULTS_PAGE)
-            if not page.results:
-                break
-            out.extend(batch_value(r, self.result, accepted.id) for r in page.results)
+        offset: int | None = 0
+        while offset is not None:
+            page = await batches.results(accepted.id, offset=offset, limit=RESULTS_PAGE)
+            out.extend(page_values(page, self.result))
+            offset = page.next_offset
         return out

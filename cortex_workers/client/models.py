@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ..vocabulary import ProposalStatus, TurnStatus
+from ..vocabulary import BatchStatus, DeliveryStatus, JobStatus, ProposalStatus, TurnStatus
 from .events import Usage
 
 IfBusy = Literal["enqueue", "reject", "interrupt"]
@@ -110,17 +110,31 @@ class Answer(_Model):
 
 class JobAccepted(_Model):
     id: str
-    status: str
+    status: JobStatus
+
+
+class JobAttempt(_Model):
+    """One model call of a job: its output, and why it was refused (null if valid)."""
+
+    n: int
+    output: Any = None
+    error: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    provider: str | None = None
+    model: str | None = None
 
 
 class Job(_Model):
     id: str
-    status: str
-    """`queued`, then in progress, then `succeeded` or `failed`."""
+    status: JobStatus
     result: Any = None
-    attempts: list[dict[str, Any]] = []
+    error: dict[str, Any] | None = None
+    attempts: list[JobAttempt] = []
     usage: Usage = Usage()
     cost_usd: float = 0.0
+    batch_id: str | None = None
+    batch_index: int | None = None
 
 
 class BatchAccepted(_Model):
@@ -130,32 +144,56 @@ class BatchAccepted(_Model):
 
 class Batch(_Model):
     id: str
-    count: int = 0
+    status: BatchStatus
+    count: int
+    counts: dict[str, int] = {}
+    """How many jobs are in each status."""
+    progress: float = 0.0
+    """The share of jobs that ended, 0 to 1."""
 
 
 class BatchResult(_Model):
     index: int
-    status: str
+    job_id: str
+    status: JobStatus
     result: Any = None
+    error: dict[str, Any] | None = None
 
 
 class BatchResultsPage(_Model):
     results: list[BatchResult]
+    next_offset: int | None = None
 
 
 class Webhook(_Model):
     id: str
     url: str
     events: list[str]
+    """`turn.completed`, `job.completed`, … (docs/webhooks.md)."""
+    created_at: datetime | None = None
     secret: str | None = None
     """Shown once, when the webhook is created (`whsec_…`)."""
 
 
-class WebhookDelivery(_Model):
+class DeliveryAttempt(_Model):
+    attempt: int
     status_code: int | None = None
     error: str | None = None
-    duration_ms: float | None = None
+    duration_ms: int = 0
     next_retry_at: datetime | None = None
+    """When the next attempt is due; null after the last one."""
+
+
+class WebhookDelivery(_Model):
+    """One event's delivery to the webhook, with each attempt."""
+
+    id: str
+    event_id: str
+    """The `webhook-id` every attempt carried."""
+    event_type: str
+    status: DeliveryStatus
+    next_attempt_at: datetime | None = None
+    attempts: list[DeliveryAttempt] = []
 
 
 WebhookList = list[Webhook]
