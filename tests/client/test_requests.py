@@ -159,3 +159,13 @@ def test_importing_the_client_loads_no_server_dependency() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert json.loads(out.stdout) == []
+
+
+def test_budget_and_usage_follow_the_routes_of_the_budget_api() -> None:
+    from cortex_workers.client import calls
+
+    assert (calls.get_budget().method, calls.get_budget().path) == ("GET", "/v1/budget")
+    usage = calls.get_usage(start="2026-11-01", end="2026-11-25", group_by="model")
+    assert (usage.method, usage.path) == ("GET", "/v1/usage")
+    assert usage.params == {"from": "2026-11-01", "to": "2026-11-25", "group_by": "model"}
+    assert calls.get_usage(start=None, end=None, group_by=None).params == {}
