@@ -75,3 +75,14 @@ def test_openai_receives_the_schema_as_response_format(client: Api, fakes: Fakes
     assert response_format["type"] == "json_schema"
     assert response_format["json_schema"]["schema"] == SCHEMA
     assert job["cost_usd"] > 0 and job["attempts"][0]["provider"] == "openai"
+
+
+def test_anthropic_is_forced_to_answer_through_the_result_tool(client: Api, fakes: Fakes) -> None:
+    review = f"Lovely product {uuid.uuid4()}"
+    fakes.anthropic.enqueue(review, {"tool_calls": [{"name": "result", "arguments": VALID}]})
+    job = wait_job(client, post_job(client, input=review, provider="anthropic"))
+    assert job["status"] == "succeeded" and job["result"] == VALID
+    (request,) = fakes.anthropic.requests_for(review)
+    assert request.body["tool_choice"] == {"type": "tool", "name": "result"}
+    (tool,) = request.body["tools"]
+    assert tool["name"] == "result" and tool["input_schema"] == SCHEMA
