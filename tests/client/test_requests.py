@@ -169,3 +169,17 @@ def test_budget_and_usage_follow_the_routes_of_the_budget_api() -> None:
     assert (usage.method, usage.path) == ("GET", "/v1/usage")
     assert usage.params == {"from": "2026-11-01", "to": "2026-11-25", "group_by": "model"}
     assert calls.get_usage(start=None, end=None, group_by=None).params == {}
+
+
+def test_the_async_client_retries_with_the_same_idempotency_key(flaky: _Flaky) -> None:
+    import asyncio
+
+    from cortex_workers.client import AsyncClient
+
+    async def submit() -> str:
+        async with AsyncClient(flaky.base_url, "k") as client:
+            return (await client.turns.create(str(uuid.uuid4()), "hello")).id
+
+    asyncio.run(submit())
+    keys = [key for key, _ in flaky.requests]
+    assert len(keys) == 3 and keys[0] is not None and len(set(keys)) == 1
