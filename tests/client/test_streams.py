@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+import pytest
 from fakes.tcp_proxy import TcpProxy
 from support import Fakes, stored_text
 
@@ -17,6 +18,7 @@ from cortex_workers.client import (
     TokenEvent,
     ToolCallEvent,
     ToolResultEvent,
+    TurnFailed,
 )
 
 SLOW_TEXT = " ".join(f"word{i}" for i in range(40)) + "."
@@ -115,3 +117,14 @@ def test_a_step_restart_withdraws_the_partial_text(cw: Client, fakes: Fakes) -> 
     assert any(isinstance(e, TokenEvent) for e in events[:restart])  # text came, then went
     assert stream.text == "the final answer" == _stored(cw, session.id, stream.turn_id)
     assert stream.answer(cw.turns.get(stream.turn_id)).text == "the final answer"
+
+
+def test_ask_raises_turn_failed_with_the_error_events_code(cw: Client) -> None:
+    session = cw.sessions.create(
+        metadata={"script": [{"text": "never", "error": {"status": 400, "message": "bad"}}]}
+    )
+    with pytest.raises(TurnFailed) as failed:
+        cw.ask(session.id, "fail please")
+    turn = cw.turns.get(failed.value.turn_id)
+    assert turn.status == "failed" and turn.error is not None
+    assert failed.value.code == turn.error["code"] and failed.value.code
