@@ -183,3 +183,32 @@ def test_the_async_client_retries_with_the_same_idempotency_key(flaky: _Flaky) -
     asyncio.run(submit())
     keys = [key for key, _ in flaky.requests]
     assert len(keys) == 3 and keys[0] is not None and len(set(keys)) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "expected"),
+    [
+        (402, "budget_exhausted", "BudgetExhausted"),
+        (409, "session_busy", "SessionBusy"),
+        (409, "session_token_cap", "SessionTokenCap"),
+        (409, "proposal_decided", "ProposalDecided"),
+        (422, "idempotency_key_reused", "IdempotencyKeyReused"),
+        (422, "unknown_tool", "InvalidRequest"),
+        (429, "user_rate_limited", "UserRateLimited"),
+        (404, "not_found", "NotFound"),
+        (503, "unavailable", "ServiceUnavailable"),
+        (500, "internal_error", "InternalServerError"),
+    ],
+)
+def test_each_error_code_raises_its_class(status: int, code: str, expected: str) -> None:
+    from cortex_workers.client.errors import error_for
+
+    details = {"scope": "tenant"}
+    error = error_for(status, {"error": {"code": code, "message": "m", "details": details}}, 3.0)
+    assert type(error).__name__ == expected
+    assert (error.code, error.status, error.details, error.retry_after_s) == (
+        code,
+        status,
+        details,
+        3.0,
+    )
