@@ -149,16 +149,47 @@ def test_an_unknown_event_is_yielded_not_raised() -> None:
     assert token == TokenEvent(text="hi ", step=2, turn="t1", id="2:1001-0~0-0")
 
 
+HTTPX_AND_PYDANTIC = {
+    "httpx",
+    "httpx_sse",
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "typing_extensions",
+    "typing_inspection",
+    # what httpx itself imports (its optional command line: click, rich, pygments)
+    "idna",
+    "certifi",
+    "sniffio",
+    "anyio",
+    "h11",
+    "httpcore",
+    "click",
+    "rich",
+    "pygments",
+    "markdown_it",
+    "mdurl",
+}
+
+
 def test_importing_the_client_loads_no_server_dependency() -> None:
-    heavy = ["celery", "sqlalchemy", "fastapi", "redis", "psycopg", "starlette", "kombu"]
     code = (
-        "import sys, json, cortex_workers.client; "
-        f"print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
+        "import sys, json; before = set(sys.modules); import cortex_workers.client; "
+        "print(json.dumps(sorted(set(sys.modules) - before)))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
-    assert json.loads(out.stdout) == []
+    loaded = set(json.loads(out.stdout))
+    for heavy in ("celery", "sqlalchemy", "fastapi", "redis", "psycopg", "starlette", "kombu"):
+        assert heavy not in loaded
+    ours = {m for m in loaded if m.split(".")[0] == "cortex_workers"}
+    assert ours - {"cortex_workers", "cortex_workers.vocabulary"} == {
+        m for m in ours if m.startswith("cortex_workers.client")
+    }
+    stdlib = set(sys.stdlib_module_names)
+    third_party = {m.split(".")[0] for m in loaded if not m.startswith("_")} - stdlib
+    assert third_party - {"cortex_workers"} <= HTTPX_AND_PYDANTIC, third_party
 
 
 def test_budget_and_usage_follow_the_routes_of_the_budget_api() -> None:
