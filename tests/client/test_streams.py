@@ -128,3 +128,13 @@ def test_ask_raises_turn_failed_with_the_error_events_code(cw: Client) -> None:
     turn = cw.turns.get(failed.value.turn_id)
     assert turn.status == "failed" and turn.error is not None
     assert failed.value.code == turn.error["code"] and failed.value.code
+
+
+def test_events_resume_after_a_given_last_event_id(cw: Client) -> None:
+    session = cw.sessions.create(metadata={"script": list(TOOL_TURN)})
+    accepted = cw.turns.create(session.id, "what is 2+2?")
+    everything = list(cw.turns.events(accepted.id))
+    for cut in (0, 2, len(everything) - 2):
+        rest = cw.turns.events(accepted.id, last_event_id=everything[cut].id)
+        assert [e.id for e in rest] == [e.id for e in everything[cut + 1 :]]
+        assert rest.done is not None and rest.last_event_id == everything[-1].id
