@@ -145,3 +145,12 @@ def test_a_dropped_connection_resumes_silently(api: Api, cw: Client, key_file: P
         child.expect(pexpect.EOF)
     finally:
         proxy.stop()
+
+
+def test_the_defaults_are_where_cortex_workers_dev_serves_and_writes_its_key() -> None:
+    from cortex_workers.cli import build_parser
+    from cortex_workers.terminal_chat import DEFAULT_BASE_URL, DEFAULT_KEY_FILE
+
+    dev = build_parser().parse_args(["dev"])
+    assert f"http://{dev.host}:{dev.port}" == DEFAULT_BASE_URL
+    assert Path(DEFAULT_KEY_FILE) == Path(dev.data_dir) / "api-key"  # supervisor.dev_key
