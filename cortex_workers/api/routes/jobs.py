@@ -17,6 +17,7 @@ from ...turns.job_submit import submit_batch, submit_job
 from ...vocabulary import JobStatus
 from ..deps import RuntimeDep, TenantDep
 from ..job_schemas import (
+    MAX_BATCH_INPUTS,
     BatchAccepted,
     BatchCreate,
     BatchOut,
@@ -110,7 +111,7 @@ def get_batch_results(
     batch_id: uuid.UUID,
     rt: RuntimeDep,
     tenant_id: TenantDep,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_BATCH_INPUTS)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> BatchResults:
     """The batch's results in input order, from index `offset`, at most `limit`."""
