@@ -72,12 +72,14 @@ class Job(Base):
     provider: Mapped[str | None] = mapped_column(String(100))
     model: Mapped[str | None] = mapped_column(String(200))
     max_attempts: Mapped[int] = mapped_column(Integer)
-    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, default=dict)
+    metadata_: Mapped[dict[str, Any]] = mapped_column(
+        "metadata", JSONB, default=dict, server_default="{}"
+    )
     attempt: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     """Runs claimed so far (each may make several model calls)."""
     lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     result: Mapped[Any | None] = mapped_column(JSONB)
-    attempts: Mapped[list[Any]] = mapped_column(JSONB, default=list)
+    attempts: Mapped[list[Any]] = mapped_column(JSONB, default=list, server_default="[]")
     """Each model call: `{"n", "output", "error", "input_tokens", "output_tokens"}`."""
     error: Mapped[dict[str, Any] | None]
     input_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")

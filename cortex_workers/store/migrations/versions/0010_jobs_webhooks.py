@@ -42,7 +42,9 @@ def _in(column: str, values: Sequence[str]) -> str:
 
 
 def _now() -> sa.Column[Any]:
-    return sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.func.now())
+    return sa.Column(
+        "created_at", sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False
+    )
 
 
 def _tenant() -> sa.Column[Any]:
@@ -71,7 +73,7 @@ def _webhook_tables() -> None:
         "webhook_events",
         sa.Column("id", sa.Uuid(), primary_key=True),
         _tenant(),
-        sa.Column("type", sa.String(32), nullable=False),
+        sa.Column("type", sa.String(16), nullable=False),
         sa.Column("data", pg.JSONB(), nullable=False),
         _now(),
         sa.CheckConstraint(_in("type", EVENT_TYPES), name="ck_webhook_events_type"),
@@ -93,7 +95,12 @@ def _webhook_tables() -> None:
         ),
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("attempts", sa.Integer(), nullable=False, server_default="0"),
-        sa.Column("next_attempt_at", sa.DateTime(timezone=True), server_default=sa.func.now()),
+        sa.Column(
+            "next_attempt_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.func.now(),
+            nullable=False,
+        ),
         sa.Column("lease_until", sa.DateTime(timezone=True)),
         _now(),
         sa.Column("finished_at", sa.DateTime(timezone=True)),
@@ -150,7 +157,7 @@ def _job_tables() -> None:
         sa.Column("batch_index", sa.Integer()),
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("instructions", sa.Text(), nullable=False),
-        sa.Column("input", pg.JSONB()),
+        sa.Column("input", pg.JSONB(), nullable=False),
         sa.Column("result_schema", pg.JSONB(), nullable=False),
         sa.Column("provider", sa.String(100)),
         sa.Column("model", sa.String(200)),
@@ -165,7 +172,9 @@ def _job_tables() -> None:
         sa.Column("output_tokens", sa.BigInteger(), nullable=False, server_default="0"),
         sa.Column("cost_usd", sa.Numeric(14, 6), nullable=False, server_default="0"),
         _now(),
-        sa.Column("updated_at", sa.DateTime(timezone=True), server_default=sa.func.now()),
+        sa.Column(
+            "updated_at", sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False
+        ),
         sa.Column("finished_at", sa.DateTime(timezone=True)),
         sa.UniqueConstraint("batch_id", "batch_index"),
         sa.CheckConstraint(
