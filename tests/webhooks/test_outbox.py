@@ -92,3 +92,31 @@ def test_a_cancelled_turn_records_turn_cancelled(client: Api) -> None:
     )
     assert attempts[0]["status_code"] is None and attempts[0]["error"]
     assert attempts[0]["next_retry_at"] is not None
+
+
+def test_a_proposal_records_proposal_created_with_its_ids(client: Api, engine: Engine) -> None:
+    body = {"url": "http://127.0.0.1:9/unreachable", "events": ["proposal.created"]}
+    hook = client.http.post("/v1/webhooks", json=body).json()
+    propose = {
+        "name": "propose_action",
+        "arguments": {"action": "restart", "product": "x", "rationale": "y"},
+    }
+    sid = client.scripted_session(
+        {"text": "I suggest it.", "tool_calls": [propose]}, {"text": "ok"}
+    )
+    turn = client.wait_turn(client.submit(sid, "propose"))
+    (proposal,) = client.http.get(f"/v1/sessions/{sid}/proposals").json()
+    (delivery,) = client.http.get(f"/v1/webhooks/{hook['id']}/deliveries").json()
+    assert delivery["event_type"] == "proposal.created" and turn["status"] == "done"
+    with engine.connect() as conn:
+        data = conn.execute(
+            select(WebhookEvent.data)
+            .join(WebhookDelivery, WebhookDelivery.event_id == WebhookEvent.id)
+            .where(WebhookDelivery.id == uuid.UUID(delivery["id"]))
+        ).scalar_one()
+    assert data == {
+        "proposal_id": proposal["id"],
+        "session_id": sid,
+        "turn_id": turn["id"],
+        "status": "pending",
+    }
