@@ -146,7 +146,9 @@ def _call(rt: Runtime, job: Job, route: Route, n: int) -> tuple[Call, Any]:
     budget_check(rt, job)
     try:
         completion = collect(rt.providers.get(route.provider).stream(request))
-    except RetryableError as exc:
+    except RetryableError as exc:  # counts as an attempt; the next one waits a little
+        wait = exc.retry_after or rt.settings.retry_base_s * 2 ** (n - 1)
+        time.sleep(min(wait, rt.settings.retry_max_s))
         return Call(n, None, f"{exc.code}: {exc.message}", 0, 0, route.provider, route.model), None
     record_output_tokens(rt, route, completion.output_tokens)
     value, problem = check_answer(completion, job.result_schema)

@@ -86,3 +86,14 @@ def test_anthropic_is_forced_to_answer_through_the_result_tool(client: Api, fake
     assert request.body["tool_choice"] == {"type": "tool", "name": "result"}
     (tool,) = request.body["tools"]
     assert tool["name"] == "result" and tool["input_schema"] == SCHEMA
+
+
+def test_a_provider_outage_costs_an_attempt_and_a_refusal_fails_the_job(client: Api) -> None:
+    outage = [{"error": {"status": 503, "message": "overloaded"}}, {"text": json.dumps(VALID)}]
+    job = wait_job(client, post_job(client, input="ok", metadata={"script": outage}))
+    assert job["status"] == "succeeded" and job["result"] == VALID
+    assert "503" in job["attempts"][0]["error"] and job["attempts"][1]["error"] is None
+    refusal = [{"error": {"status": 400, "message": "bad request"}}]
+    job = wait_job(client, post_job(client, input="ok", metadata={"script": refusal}))
+    assert job["status"] == "failed" and job["error"]["code"] == "provider_error"
+    assert job["attempts"] == []
