@@ -5,17 +5,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from cortex_workers.queues import RECONCILE, Queue
+from cortex_workers.queues import DISPATCH_WEBHOOKS, RECONCILE, SWEEP_JOBS, Queue
 from cortex_workers.settings import Settings
 
 
 def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
     every = settings.reconcile_every_s
+    webhooks_every = settings.webhook_dispatch_every_s
     return {
         "reconcile": {
             "task": RECONCILE,
             "schedule": every,
             # A sweep that waited longer than its interval is stale: the next one will come.
             "options": {"queue": Queue.MAINTENANCE.value, "expires": max(every * 2, 2.0)},
+        },
+        "sweep-jobs": {
+            "task": SWEEP_JOBS,
+            "schedule": every,
+            "options": {"queue": Queue.MAINTENANCE.value, "expires": max(every * 2, 2.0)},
+        },
+        "dispatch-webhooks": {
+            "task": DISPATCH_WEBHOOKS,
+            "schedule": webhooks_every,
+            "options": {
+                "queue": Queue.MAINTENANCE.value,
+                "expires": max(webhooks_every * 2, 2.0),
+            },
         },
     }

@@ -35,6 +35,8 @@ def create_app() -> Celery:
             "cortex_workers.tasks.tools",
             "cortex_workers.tasks.summarize",
             "cortex_workers.tasks.maintenance",
+            "cortex_workers.tasks.webhooks",
+            "cortex_workers.tasks.jobs",
         ],
     )
     celery.conf.update(celery_settings(settings))

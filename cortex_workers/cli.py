@@ -1,4 +1,5 @@
-"""The `cortex-workers` command: dev, api, worker, beat, flower, status, migrate, keys create.
+"""The `cortex-workers` command: dev, api, worker, beat, flower, status, migrate, keys create,
+chat.
 
 Process commands refer to the composition root by string (`config.asgi:app`,
 `config.celery_app:app`) so the package never imports `config`.
@@ -18,6 +19,7 @@ from .admin import check_config, create_key, migrate, use_embedded_if_unset, use
 from .observability.logs import LogFormat, configure_logging, log_format_from_env
 from .queues import QUEUES, Queue
 from .settings import get_settings
+from .terminal_chat import add_arguments as add_chat_arguments
 from .worker_hooks import METRICS_PORT_ENV, metrics_port
 
 CELERY_APP = "config.celery_app:app"
@@ -25,6 +27,8 @@ ASGI_APP = "config.asgi:app"
 QUEUE_POOLS: dict[str, tuple[str, int]] = {
     Queue.LLM: ("gevent", 1000),
     Queue.TOOLS: ("threads", 32),
+    Queue.WEBHOOKS: ("threads", 16),
+    Queue.BATCH: ("threads", 8),
 }
 """Model steps wait on providers' streams through sockets: greenlets hold hundreds of them per
 process for less CPU than threads (docs/benchmarks.md). Tools stay on threads: a tool that
@@ -213,6 +217,12 @@ def cmd_dev(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_chat(args: argparse.Namespace) -> int:
+    from .terminal_chat import run
+
+    return run(args)
+
+
 def _add_data_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data-dir", default=".cortex", help="embedded servers' data (when no URLs are set)"
@@ -220,6 +230,7 @@ def _add_data_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Every command and its options: long because it lists them all in one place."""
     parser = argparse.ArgumentParser(prog="cortex-workers", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -272,6 +283,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_dir(mig)
     mig.set_defaults(func=cmd_migrate)
 
+    chat = sub.add_parser("chat", help="a conversation in the terminal, through the API")
+    add_chat_arguments(chat)
+    chat.set_defaults(func=cmd_chat)
+
     keys = sub.add_parser("keys", help="API keys")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     create = keys_sub.add_parser("create", help="print a new API key for a tenant")
@@ -285,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         # CORTEX_LOG_FORMAT: text, or json; `status` prints a report, not the servers' chatter
-        configure_logging("WARNING" if args.command == "status" else "INFO")
+        configure_logging("WARNING" if args.command in ("status", "chat") else "INFO")
         metrics_port()  # a bad CORTEX_METRICS_PORT stops every command, not just a worker
     except ValueError as exc:
         print(f"cortex-workers: {exc}", file=sys.stderr)

@@ -13,7 +13,14 @@ from collections.abc import Iterable
 
 from celery import current_app
 
-from .queues import EXECUTE_PROPOSAL, Queue, step_route
+from .queues import (
+    DELIVER_WEBHOOK,
+    EXECUTE_PROPOSAL,
+    RUN_BATCH_JOB,
+    RUN_JOB,
+    Queue,
+    step_route,
+)
 from .turns.steps import NextStep
 
 log = logging.getLogger(__name__)
@@ -74,3 +81,39 @@ def publish_execution(proposal_id: uuid.UUID) -> None:
             proposal_id,
             exc_info=True,
         )
+
+
+def publish_deliveries(due: Iterable[tuple[uuid.UUID, int]]) -> None:
+    """Hand due webhook deliveries to the `webhooks` workers; `(id, attempts so far)` each
+    (a lost one is published again by the next sweep once its hold runs out)."""
+    for delivery_id, attempts in due:
+        try:
+            current_app.send_task(
+                DELIVER_WEBHOOK,
+                args=[str(delivery_id), attempts],
+                task_id=f"delivery-{delivery_id}-{attempts}",
+                queue=Queue.WEBHOOKS.value,
+                argsrepr=f"delivery={delivery_id} attempt={attempts + 1}",
+                kwargsrepr="",
+            )
+        except Exception:
+            log.warning("could not publish delivery %s; the sweep will", delivery_id, exc_info=True)
+
+
+def publish_jobs(job_ids: Iterable[uuid.UUID], *, batch: bool) -> None:
+    """Hand jobs to workers: a single job to the `llm` queue, a batch's jobs to the `batch`
+    queue (its own workers, so a batch never delays interactive turns). A lost publish is
+    re-published by the job sweep."""
+    task, queue = (RUN_BATCH_JOB, Queue.BATCH) if batch else (RUN_JOB, Queue.LLM)
+    for job_id in job_ids:
+        try:
+            current_app.send_task(
+                task,
+                args=[str(job_id)],
+                task_id=f"job-{job_id}",
+                queue=queue.value,
+                argsrepr=f"job={job_id}",
+                kwargsrepr="",
+            )
+        except Exception:
+            log.warning("could not publish job %s; the sweep will", job_id, exc_info=True)

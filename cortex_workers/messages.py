@@ -63,6 +63,9 @@ class ModelRequest:
     """Which model step of the session this is, from 0 (scripted provider)."""
     attempt: int = 1
     """Which attempt of this step this is, from 1."""
+    result_schema: dict[str, Any] | None = None
+    """A JSON Schema the answer must follow (a job's `result_schema`): providers with
+    structured output get it natively (OpenAI `response_format`, Anthropic forced tool use)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,9 @@ class Queue(StrEnum):
     TOOLS = "tools"
     SUMMARIZE = "summarize"
     MAINTENANCE = "maintenance"
+    WEBHOOKS = "webhooks"
+    BATCH = "batch"
+    """Jobs of batches: their own workers, so a large batch never delays interactive turns."""
 
 
 QUEUES: Final = tuple(Queue)
@@ -37,6 +40,11 @@ RUN_TOOL_STEP: Final = task_name(Queue.TOOLS, "run_tool_step")
 EXECUTE_PROPOSAL: Final = task_name(Queue.TOOLS, "execute_proposal")
 RUN_SUMMARIZE_STEP: Final = task_name(Queue.SUMMARIZE, "run_summarize_step")
 RECONCILE: Final = task_name(Queue.MAINTENANCE, "reconcile")
+DISPATCH_WEBHOOKS: Final = task_name(Queue.MAINTENANCE, "dispatch_webhooks")
+SWEEP_JOBS: Final = task_name(Queue.MAINTENANCE, "sweep_jobs")
+DELIVER_WEBHOOK: Final = task_name(Queue.WEBHOOKS, "deliver")
+RUN_JOB: Final = task_name(Queue.LLM, "run_job")
+RUN_BATCH_JOB: Final = task_name(Queue.BATCH, "run_job")
 
 
 @dataclass(frozen=True, slots=True)

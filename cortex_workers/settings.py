@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
@@ -94,6 +95,10 @@ class TomlSource(PydanticBaseSettingsSource):
         for key, field_name in LLM_TABLE_KEYS.items():
             if key in llm:
                 values.setdefault(field_name, llm[key])
+        webhooks = data.get("webhooks", {})
+        for key, field_name in WEBHOOKS_TABLE_KEYS.items():
+            if key in webhooks:
+                values.setdefault(field_name, webhooks[key])
         # Empty strings from unset ${ENV} references mean "not configured".
         return {k: v for k, v in values.items() if v != ""}
 
@@ -115,6 +120,16 @@ LLM_TABLE_KEYS = {
 }
 """`[llm]` keys of the config file (docs/configuration.md) and the settings fields they fill."""
 
+WEBHOOKS_TABLE_KEYS = {
+    "allowed_private_hosts": "webhook_allowed_private_hosts",
+    "backoff_base": "webhook_backoff_base_s",
+    "backoff_max": "webhook_backoff_max_s",
+    "retry_for": "webhook_retry_for_s",
+    "timeout": "webhook_timeout_s",
+    "dispatch_every_s": "webhook_dispatch_every_s",
+}
+"""`[webhooks]` keys of the config file (docs/webhooks.md) and the settings fields they fill."""
+
 
 def _duration(value: Any) -> Any:
     """A duration string (`parse_duration`) or a number of seconds."""
@@ -130,6 +145,16 @@ def _blank_is_none(value: Any) -> Any:
 
 OptionalText = Annotated[str | None, BeforeValidator(_blank_is_none)]
 OptionalSecret = Annotated[SecretStr | None, BeforeValidator(_blank_is_none)]
+
+
+def _comma_list(value: Any) -> Any:
+    """`"a, b"` (an environment variable) → `["a", "b"]`; a list stays as it is."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+CommaList = Annotated[list[str], NoDecode, BeforeValidator(_comma_list)]
 
 
 class ProviderSettings(BaseModel):
@@ -302,6 +327,17 @@ class Settings(BaseSettings):
     """Sessions one tenant may create in any 60 s, across every API replica; 0 (or None) turns
     the limit off."""
     api_host: str = "127.0.0.1"
+
+    # Webhooks (docs/webhooks.md) and jobs (docs/jobs.md).
+    webhook_allowed_private_hosts: CommaList = Field(default_factory=list)
+    """Hosts (as written in the URL) a webhook may have although they are loopback or private."""
+    webhook_backoff_base_s: Duration = Field(default=5.0, gt=0)
+    webhook_backoff_max_s: Duration = Field(default=3600.0, gt=0)
+    webhook_retry_for_s: Duration = Field(default=86400.0, gt=0)
+    """A delivery not answered 2xx within this time after its event is given up (`failed`)."""
+    webhook_timeout_s: Duration = Field(default=10.0, gt=0)
+    webhook_dispatch_every_s: float = Field(default=1.0, gt=0)
+    batch_max_inputs: int = Field(default=10_000, ge=1)
     api_port: int = 8000
 
     def cursor_key(self) -> bytes:

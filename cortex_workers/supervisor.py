@@ -36,7 +36,13 @@ def die_with_parent(sig: int = signal.SIGTERM) -> None:
 
 
 MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
-WORKER_QUEUES = (Queue.LLM.value, Queue.TOOLS.value, f"{Queue.SUMMARIZE},{Queue.MAINTENANCE}")
+WORKER_QUEUES = (
+    Queue.LLM.value,
+    Queue.TOOLS.value,
+    f"{Queue.SUMMARIZE},{Queue.MAINTENANCE}",
+    Queue.WEBHOOKS.value,
+    Queue.BATCH.value,
+)
 
 
 @dataclass

@@ -98,3 +98,45 @@ class TokenScope(StrEnum):
 
     CHAT = "chat"
     READ = "read"
+
+
+class WebhookEventType(StrEnum):
+    """What a webhook event announces (docs/webhooks.md)."""
+
+    TURN_COMPLETED = "turn.completed"
+    TURN_FAILED = "turn.failed"
+    TURN_CANCELLED = "turn.cancelled"
+    PROPOSAL_CREATED = "proposal.created"
+    TASK_COMPLETED = "task.completed"
+    JOB_COMPLETED = "job.completed"
+    BATCH_COMPLETED = "batch.completed"
+    BUDGET_ALERT = "budget.alert"
+
+
+class DeliveryStatus(StrEnum):
+    """One event's delivery to one webhook: `pending` (retried with backoff) until the
+    receiver answers 2xx (`succeeded`) or the retry period runs out (`failed`)."""
+
+    PENDING = "pending"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class JobStatus(StrEnum):
+    """An LLM-function job: `queued` → `running` → `succeeded` or `failed`."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+
+
+class BatchStatus(StrEnum):
+    """A batch of jobs: `running` until every job has ended, then `completed`."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"

@@ -18,6 +18,11 @@ TASKS = {
     queues.EXECUTE_PROPOSAL: Queue.TOOLS,
     queues.RUN_SUMMARIZE_STEP: Queue.SUMMARIZE,
     queues.RECONCILE: Queue.MAINTENANCE,
+    queues.DISPATCH_WEBHOOKS: Queue.MAINTENANCE,
+    queues.DELIVER_WEBHOOK: Queue.WEBHOOKS,
+    queues.SWEEP_JOBS: Queue.MAINTENANCE,
+    queues.RUN_JOB: Queue.LLM,
+    queues.RUN_BATCH_JOB: Queue.BATCH,
 }
 
 

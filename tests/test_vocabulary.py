@@ -13,17 +13,23 @@ import sqlalchemy.exc
 from sqlalchemy import Engine, insert, text
 from support import Stack
 
-from cortex_workers.store import models
+from cortex_workers.store import job_tables, models, webhook_tables
 from cortex_workers.store.db import make_engine
 from cortex_workers.vocabulary import (
+    BatchStatus,
     DecisionKind,
+    DeliveryStatus,
+    JobStatus,
     ProposalStatus,
     StepKind,
     StepStatus,
     ToolCallStatus,
     ToolSeverity,
     TurnStatus,
+    WebhookEventType,
 )
+
+assert job_tables and webhook_tables  # their tables join `models.Base.metadata`
 
 CHECKED: dict[tuple[str, str], type[enum.Enum]] = {
     ("turns", "status"): TurnStatus,
@@ -33,7 +39,13 @@ CHECKED: dict[tuple[str, str], type[enum.Enum]] = {
     ("tool_calls", "severity"): ToolSeverity,
     ("proposals", "status"): ProposalStatus,
     ("decisions", "kind"): DecisionKind,
+    ("webhook_events", "type"): WebhookEventType,
+    ("webhook_deliveries", "status"): DeliveryStatus,
+    ("jobs", "status"): JobStatus,
+    ("batches", "status"): BatchStatus,
 }
+ARRAYS: dict[tuple[str, str], type[enum.Enum]] = {("webhooks", "events"): WebhookEventType}
+"""Array columns whose every element is one of the enum's values."""
 
 
 @pytest.fixture(scope="module")
@@ -57,20 +69,24 @@ def _check_values(engine: Engine, table: str, name: str) -> set[str]:
     return set(re.findall(r"'([^']*)'", definition))
 
 
-@pytest.mark.parametrize(("table", "column"), sorted(CHECKED), ids="{0[0]}.{0[1]}".format)
+@pytest.mark.parametrize(
+    ("table", "column"), sorted({**CHECKED, **ARRAYS}), ids="{0[0]}.{0[1]}".format
+)
 def test_the_check_constraint_lists_exactly_the_enums_values(
     engine: Engine, table: str, column: str
 ) -> None:
-    members = CHECKED[(table, column)]
+    members = {**CHECKED, **ARRAYS}[(table, column)]
     assert _check_values(engine, table, f"ck_{table}_{column}") == {m.value for m in members}
 
 
-@pytest.mark.parametrize(("table", "column"), sorted(CHECKED), ids="{0[0]}.{0[1]}".format)
+@pytest.mark.parametrize(
+    ("table", "column"), sorted({**CHECKED, **ARRAYS}), ids="{0[0]}.{0[1]}".format
+)
 def test_the_models_declare_the_same_constraint(table: str, column: str) -> None:
     constraints = {c.name: c for c in models.Base.metadata.tables[table].constraints}
     declared = constraints[f"ck_{table}_{column}"]
     assert isinstance(declared, sqlalchemy.CheckConstraint)
-    members = CHECKED[(table, column)]
+    members = {**CHECKED, **ARRAYS}[(table, column)]
     assert set(re.findall(r"'([^']*)'", str(declared.sqltext))) == {m.value for m in members}
 
 

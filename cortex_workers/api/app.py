@@ -18,7 +18,19 @@ from ..runtime import Runtime, get_runtime
 from . import errors
 from .limits import BodySizeLimit
 from .redaction import install_log_redaction
-from .routes import compat, events, meta, metrics, proposals, sessions, tokens, turns, ui
+from .routes import (
+    compat,
+    events,
+    jobs,
+    meta,
+    metrics,
+    proposals,
+    sessions,
+    tokens,
+    turns,
+    ui,
+    webhooks,
+)
 from .schemas import ErrorOut
 from .telemetry import RequestTelemetry
 from .turn_lookup import TurnLookups
@@ -91,7 +103,8 @@ def create_app() -> FastAPI:
     )
     errors.install(app)
     install_log_redaction()
-    for module in (sessions, tokens, turns, events, proposals, meta, metrics, compat):
+    routers = (sessions, tokens, turns, events, proposals, jobs, webhooks, meta, metrics, compat)
+    for module in routers:
         app.include_router(module.router)
     ui.mount(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.request_max_bytes)

@@ -146,6 +146,20 @@ def build_tools(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
     ]
 
 
+RESULT_TOOL = "result"
+"""The tool a structured answer is forced through: its arguments are the answer."""
+
+
+def forced_result_tool(request: ModelRequest) -> list[dict[str, Any]]:
+    """With a `result_schema`, the one tool the model must call (forced tool use)."""
+    if request.result_schema is None:
+        return []
+    description = "Give the answer: its arguments are the result."
+    return [
+        {"name": RESULT_TOOL, "description": description, "input_schema": request.result_schema}
+    ]
+
+
 # -- response ------------------------------------------------------------------------------
 
 
@@ -265,7 +279,7 @@ class AnthropicProvider:
 
         client = self.client()
         system, messages = build_messages(request.messages)
-        tools = build_tools(request.tools)
+        tools = build_tools(request.tools) + forced_result_tool(request)
         temperature = request.temperature
         try:
             events = client.messages.create(
@@ -274,6 +288,11 @@ class AnthropicProvider:
                 messages=cast("list[MessageParam]", messages),
                 system=system or anthropic.omit,
                 tools=cast("list[ToolParam]", tools) if tools else anthropic.omit,
+                tool_choice=(
+                    {"type": "tool", "name": RESULT_TOOL}
+                    if request.result_schema is not None
+                    else anthropic.omit
+                ),
                 stream=True,
                 extra_body={"temperature": temperature} if temperature is not None else None,
             )

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         ChatCompletionMessageFunctionToolCallParam,
         ChatCompletionMessageParam,
     )
+    from openai.types.shared_params import ResponseFormatJSONSchema
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 PLACEHOLDER_API_KEY = "unused"
@@ -99,6 +100,16 @@ def to_openai_tools(tools: tuple[ToolSpec, ...]) -> list[ChatCompletionFunctionT
         }
         for t in tools
     ]
+
+
+def response_format(request: ModelRequest) -> ResponseFormatJSONSchema | None:
+    """Structured output: the answer must be JSON following the request's `result_schema`."""
+    if request.result_schema is None:
+        return None
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "result", "schema": request.result_schema, "strict": False},
+    }
 
 
 def uses_max_completion_tokens(config: ProviderConfig) -> bool:
@@ -238,6 +249,7 @@ class OpenAIChatProvider:
                 max_tokens=openai.omit if completion_limit else limit,
                 temperature=openai.omit if request.temperature is None else request.temperature,
                 tools=tools if tools else openai.omit,
+                response_format=response_format(request) or openai.omit,
             )
         except openai.OpenAIError as err:
             raise classify_error(self.name, err) from err

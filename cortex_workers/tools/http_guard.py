@@ -184,6 +184,7 @@ def guarded_request(
     url: str,
     *,
     json: Any = None,
+    content: bytes | None = None,
     params: Mapping[str, Any] | None = None,
     headers: Mapping[str, str] | None = None,
     timeout_s: float,
@@ -220,6 +221,7 @@ def guarded_request(
                 method,
                 target.copy_with(host=str(ip)),  # pinned: connect to the checked address
                 json=json,
+                content=content,
                 params=params,
                 headers=sent_headers,
                 extensions=extensions,

@@ -27,7 +27,7 @@ class SessionSpec:
     """Free-form; `metadata.script` drives the scripted provider."""
 
 
-def _check_provider(rt: Runtime, spec: SessionSpec) -> None:
+def check_provider(rt: Runtime, spec: SessionSpec) -> None:
     """The provider is configured and usable now (its secret is set)."""
     if spec.provider is not None and spec.provider not in rt.providers.names():
         raise InvalidRequest(
@@ -61,7 +61,7 @@ def _check_tools(rt: Runtime, spec: SessionSpec) -> None:
 def create_session(rt: Runtime, tenant_id: uuid.UUID, spec: SessionSpec) -> Session:
     """Store a new session of `tenant_id`; `InvalidRequest` (422) for an unknown or unavailable
     provider, or unknown tools. The row comes back fully loaded, usable after the commit."""
-    _check_provider(rt, spec)
+    check_provider(rt, spec)
     _check_tools(rt, spec)
     with transaction(rt.db) as db:
         session = repo.insert_session(

@@ -31,6 +31,7 @@ PARTS = (
     "observability",
     "fanout",
     "concurrency",
+    "batch",
 )
 QUICK = {
     "reps": 2,
@@ -41,6 +42,7 @@ QUICK = {
     "pools": "prefork:cores,threads:1000",
     "conc_max": 200,
     "sse_max": 500,
+    "batch_size": 200,
 }
 
 
@@ -125,6 +127,11 @@ def parser() -> argparse.ArgumentParser:
         help="CORTEX_REDIS_POOL_SIZE of the worker (default: its concurrency + 100, so that "
         "no step waits for a connection)",
     )
+    g = p.add_argument_group("turns while a batch runs")
+    g.add_argument("--batch-size", type=int, default=1000, help="jobs of the batch")
+    g.add_argument(
+        "--batch-first-token-ms", type=int, default=100, help="each batch job's model latency"
+    )
     g = p.add_argument_group("SSE fan-out")
     g.add_argument(
         "--sse-levels",
@@ -167,6 +174,7 @@ def _stop(signum: int, _: FrameType | None) -> None:
 
 
 def _parts() -> dict[str, Callable[[Bench], None]]:
+    from .batch import batch
     from .concurrency import concurrency
     from .fanout import fanout
     from .latency import latency, ttft
@@ -182,6 +190,7 @@ def _parts() -> dict[str, Callable[[Bench], None]]:
         "observability": observability,
         "fanout": fanout,
         "concurrency": concurrency,
+        "batch": batch,
     }
 
 

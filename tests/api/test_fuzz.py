@@ -162,7 +162,22 @@ def owned(client: Api) -> Owned:
     assert client.wait_turn(tid)["status"] == "done"
     proposals = client.http.get(f"/v1/sessions/{sid}/proposals").json()
     assert len(proposals) == 1, proposals
-    return Owned({"session_id": sid, "turn_id": tid, "proposal_id": proposals[0]["id"]})
+    job = {"instructions": "x", "input": "y", "result_schema": {"type": "object"}}
+    job_id = client.http.post("/v1/jobs", json=job).json()["id"]
+    batch = {"instructions": "x", "inputs": ["y"], "result_schema": {"type": "object"}}
+    batch_id = client.http.post("/v1/batches", json=batch).json()["id"]
+    hook = {"url": "http://127.0.0.1:9/hooks", "events": ["job.completed"]}
+    webhook_id = client.http.post("/v1/webhooks", json=hook).json()["id"]
+    return Owned(
+        {
+            "session_id": sid,
+            "turn_id": tid,
+            "proposal_id": proposals[0]["id"],
+            "job_id": job_id,
+            "batch_id": batch_id,
+            "webhook_id": webhook_id,
+        }
+    )
 
 
 @pytest.fixture

@@ -129,7 +129,20 @@ def test_another_tenants_ids_answer_404_on_every_route_and_leak_nothing(
     assert [p["status"] for p in proposals] == ["pending"], proposals
     pid = proposals[0]["id"]
     messages_before = client.messages(sid)
-    theirs_ids = {"session_id": sid, "turn_id": tid, "proposal_id": pid}
+    job = {"instructions": "x", "input": SECRET_CONTENT, "result_schema": {"type": "object"}}
+    job_id = client.http.post("/v1/jobs", json=job).json()["id"]
+    batch = {"instructions": "x", "inputs": [SECRET_CONTENT], "result_schema": {"type": "object"}}
+    batch_id = client.http.post("/v1/batches", json=batch).json()["id"]
+    hook = {"url": "http://127.0.0.1:9/hooks", "events": ["job.completed"]}
+    webhook_id = client.http.post("/v1/webhooks", json=hook).json()["id"]
+    theirs_ids = {
+        "session_id": sid,
+        "turn_id": tid,
+        "proposal_id": pid,
+        "job_id": job_id,
+        "batch_id": batch_id,
+        "webhook_id": webhook_id,
+    }
 
     routes = _routes_with_ids(other_client)
     bodies = _bodies(other_client)
@@ -168,7 +181,13 @@ def test_another_tenants_ids_answer_404_on_every_route_and_leak_nothing(
         ("GET", "/v1/proposals/{proposal_id}"),
         ("POST", "/v1/proposals/{proposal_id}/confirm"),
         ("POST", "/v1/proposals/{proposal_id}/reject"),
+        ("GET", "/v1/jobs/{job_id}"),
+        ("GET", "/v1/batches/{batch_id}/results"),
+        ("DELETE", "/v1/webhooks/{webhook_id}"),
+        ("GET", "/v1/webhooks/{webhook_id}/deliveries"),
     } <= set(walked)
+    # B's DELETE removed nothing of A's
+    assert [w["id"] for w in client.http.get("/v1/webhooks").json()] == [webhook_id]
 
     # A still sees its own turn and proposal, unchanged; B's POSTs created, cancelled and
     # decided nothing.
@@ -209,7 +228,8 @@ def test_another_tenants_idempotency_key_is_its_own(client: Api, other_client: A
 
 def test_openapi_id_routes_are_the_ones_the_walk_expects(client: Api) -> None:
     routes = _routes_with_ids(client)
-    assert all(re.search(r"\{(session_id|turn_id|proposal_id)\}", p) for _, p in routes)
+    ids = r"\{(session_id|turn_id|proposal_id|job_id|batch_id|webhook_id)\}"
+    assert all(re.search(ids, p) for _, p in routes)
     assert {
         ("GET", "/v1/sessions/{session_id}"),
         ("GET", "/v1/sessions/{session_id}/messages"),

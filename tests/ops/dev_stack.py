@@ -26,6 +26,8 @@ QUEUE_NODES = {
     "llm": ["llm"],
     "tools": ["tools"],
     "summarize-maintenance": ["maintenance", "summarize"],
+    "webhooks": ["webhooks"],
+    "batch": ["batch"],
 }
 
 

@@ -32,6 +32,12 @@ TABLES = {
     "tool_calls",
     "decisions",
     "proposals",
+    "webhooks",
+    "webhook_events",
+    "webhook_deliveries",
+    "webhook_attempts",
+    "jobs",
+    "batches",
 }
 
 

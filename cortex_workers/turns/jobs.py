@@ -1,0 +1,226 @@
+"""Running an LLM-function job: one model call whose answer must be JSON valid against the
+job's `result_schema`, retried with the validation error fed back up to `max_attempts`.
+
+Native structured output where the provider has it (OpenAI `response_format`, Anthropic forced
+tool use), the schema in the prompt otherwise. A run is claimed with a lease and every write is
+fenced by the run number, so a worker that dies mid-run loses nothing but its model call: the
+sweep re-publishes the job and the next run goes on from the calls already stored.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from ..errors import RetryableError, TerminalError
+from ..messages import Completion, Message, ModelRequest
+from ..providers.anthropic_messages import RESULT_TOOL
+from ..providers.base import collect
+from ..providers.registry import Route
+from ..runtime import Runtime, get_runtime
+from ..store import jobs as store
+from ..store import webhooks
+from ..store.db import transaction
+from ..store.job_tables import Job
+from ..vocabulary import JobStatus, WebhookEventType
+from .routing import record_output_tokens, take_rate_limit
+
+log = logging.getLogger(__name__)
+
+NATIVE_KINDS = frozenset({"openai", "azure_openai", "anthropic"})
+"""Provider kinds that take the schema natively (the others read it in the prompt)."""
+
+
+def schema_problem(schema: dict[str, Any]) -> str | None:
+    """Why `schema` is not a valid JSON Schema, or None."""
+    try:
+        Draft202012Validator.check_schema(schema)
+    except Exception as exc:  # SchemaError, or an unresolvable $ref
+        return str(getattr(exc, "message", exc))
+    return None
+
+
+def check_answer(completion: Completion, schema: dict[str, Any]) -> tuple[Any, str | None]:
+    """The answer as JSON, and why it is not valid against `schema` (None when it is)."""
+    forced = [c for c in completion.tool_calls if c.name == RESULT_TOOL]
+    if forced:
+        value: Any = forced[0].arguments
+    else:
+        text = _unfenced(completion.text)
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            return None, f"the answer is not JSON: {exc}"
+    error = best_match(Draft202012Validator(schema).iter_errors(value))
+    if error is None:
+        return value, None
+    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+    return value, f"at {where}: {error.message}"
+
+
+def _unfenced(text: str) -> str:
+    """The JSON inside a Markdown code fence, if the model wrapped its answer in one."""
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
+        stripped = stripped.rsplit("```", 1)[0]
+    return stripped.strip()
+
+
+def budget_check(rt: Runtime, job: Job) -> None:
+    """Call site for tenant budgets: raise `TerminalError(code="budget_exhausted")` here to
+    refuse the job's next model call (docs/jobs.md). Budgets are not enforced yet."""
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One model call of a job, as `GET /v1/jobs/{id}` shows it in `attempts`."""
+
+    n: int
+    output: Any
+    error: str | None
+    input_tokens: int
+    output_tokens: int
+    provider: str
+    model: str
+
+    def doc(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "output": self.output,
+            "error": self.error,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "provider": self.provider,
+            "model": self.model,
+        }
+
+
+def _route(rt: Runtime, job: Job) -> Route:
+    provider, model = rt.providers.resolve(job.provider, job.model)
+    return Route(provider, model)
+
+
+def _is_native(rt: Runtime, route: Route) -> bool:
+    return rt.providers.configs[route.provider].kind in NATIVE_KINDS
+
+
+def build_request(rt: Runtime, job: Job, route: Route, *, n: int) -> ModelRequest:
+    """The request of call `n` (from 1): the instructions, the input, and each earlier
+    invalid answer with its validation error."""
+    native = _is_native(rt, route)
+    system = job.instructions + "\n\nAnswer with JSON only."
+    if not native:
+        system += " It must be valid against this JSON Schema:\n" + json.dumps(job.result_schema)
+    messages = [Message("system", system), Message("user", _text(job.input))]
+    for earlier in job.attempts[: n - 1]:
+        messages.append(Message("assistant", _text(earlier.get("output"))))
+        problem = earlier.get("error") or "the answer was not valid"
+        messages.append(Message("user", f"That answer is invalid: {problem}. Answer again."))
+    script = (job.metadata_ or {}).get("script")
+    return ModelRequest(
+        model=route.model,
+        messages=tuple(messages),
+        script=tuple(script) if isinstance(script, list) else None,
+        call_index=n - 1,
+        result_schema=job.result_schema if native else None,
+    )
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _call(rt: Runtime, job: Job, route: Route, n: int) -> tuple[Call, Any]:
+    """Make call `n`; returns its record and the valid result (None when invalid)."""
+    request = build_request(rt, job, route, n=n)
+    while (decision := take_rate_limit(rt, route, request)).defer_s is not None:
+        time.sleep(decision.defer_s)
+    budget_check(rt, job)
+    try:
+        completion = collect(rt.providers.get(route.provider).stream(request))
+    except RetryableError as exc:  # counts as an attempt; the next one waits a little
+        wait = exc.retry_after or rt.settings.retry_base_s * 2 ** (n - 1)
+        time.sleep(min(wait, rt.settings.retry_max_s))
+        return Call(n, None, f"{exc.code}: {exc.message}", 0, 0, route.provider, route.model), None
+    record_output_tokens(rt, route, completion.output_tokens)
+    value, problem = check_answer(completion, job.result_schema)
+    output = value if value is not None else completion.text
+    tokens = (completion.input_tokens, completion.output_tokens)
+    call = Call(n, output, problem, *tokens, route.provider, route.model)
+    return call, (value if problem is None else None)
+
+
+def run_job(job_id: uuid.UUID) -> None:
+    """Claim a run of the job and make its remaining calls until one answer is valid."""
+    rt = get_runtime()
+    lease_s = rt.settings.lease_s
+    with transaction(rt.db) as db:
+        job = store.claim(db, job_id, lease_s=lease_s)
+    if job is None:
+        return  # a duplicate delivery, or another run holds the job
+    run, route = job.attempt, _route(rt, job)
+    call_lease = lease_s + rt.providers.configs[route.provider].timeout_s
+    price = rt.providers.price(route.provider, route.model)
+    for n in range(len(job.attempts) + 1, job.max_attempts + 1):
+        with transaction(rt.db) as db:
+            if not store.renew(db, job_id, run, lease_s=call_lease):
+                return  # a newer run owns the job
+        try:
+            call, result = _call(rt, job, route, n)
+        except TerminalError as exc:
+            _end(rt, job, run, error={"code": exc.code, "message": exc.message})
+            return
+        cost = price.cost(call.input_tokens, call.output_tokens)
+        with transaction(rt.db) as db:
+            if not store.add_call(
+                db,
+                job_id,
+                run,
+                call=call.doc(),
+                input_tokens=call.input_tokens,
+                output_tokens=call.output_tokens,
+                cost=cost,
+            ):
+                return
+        job.attempts = [*job.attempts, call.doc()]
+        if call.error is None:
+            _end(rt, job, run, result=result)
+            return
+    message = f"no valid answer in {job.max_attempts} attempts; see each attempt's error"
+    _end(rt, job, run, error={"code": "invalid_result", "message": message})
+
+
+def _end(
+    rt: Runtime, job: Job, run: int, *, result: Any = None, error: dict[str, Any] | None = None
+) -> None:
+    """End the job, count it into its batch, and record the completion events, atomically."""
+    status = JobStatus.FAILED if error is not None else JobStatus.SUCCEEDED
+    with transaction(rt.db) as db:
+        ended = store.finish(db, job.id, run, status=status, result=result, error=error)
+        if ended is None:
+            return
+        if ended.batch_id is None:
+            done = {"job_id": str(job.id), "status": status.value}
+            webhooks.record_event(db, job.tenant_id, WebhookEventType.JOB_COMPLETED, done)
+            return
+        batch = store.count_into_batch(db, ended.batch_id, succeeded=error is None)
+        if batch is not None:
+            data: dict[str, Any] = {"batch_id": str(batch.id), "status": batch.status.value}
+            data |= {"count": batch.count}
+            data |= {"succeeded": batch.succeeded, "failed": batch.failed}
+            webhooks.record_event(db, job.tenant_id, WebhookEventType.BATCH_COMPLETED, data)
+
+
+def take_stuck(rt: Runtime) -> list[tuple[uuid.UUID, bool]]:
+    """Open jobs to publish again: never claimed (a lost publish) or whose run's lease ran
+    out (a dead worker); each as (id, in a batch)."""
+    with transaction(rt.db) as db:
+        return store.take_stuck(db, older_than_s=rt.settings.republish_after_s, limit=1000)
