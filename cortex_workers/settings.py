@@ -337,7 +337,6 @@ class Settings(BaseSettings):
     """A delivery not answered 2xx within this time after its event is given up (`failed`)."""
     webhook_timeout_s: Duration = Field(default=10.0, gt=0)
     webhook_dispatch_every_s: float = Field(default=1.0, gt=0)
-    batch_max_inputs: int = Field(default=10_000, ge=1)
     api_port: int = 8000
 
     def cursor_key(self) -> bytes:
