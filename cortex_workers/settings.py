@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     BeforeValidator,
@@ -112,6 +113,7 @@ LLM_TABLE_KEYS = {
     "cooldown_after_failures": "llm_cooldown_after_failures",
     "cooldown": "llm_cooldown_s",
     "rate_limit_max_wait": "llm_rate_wait_max_s",
+    "budget": "llm_budget",
 }
 """`[llm]` keys of the config file (docs/configuration.md) and the settings fields they fill."""
 
@@ -174,6 +176,33 @@ class RateLimitSettings(BaseModel):
     tpm: int | None = Field(default=None, ge=1)
 
 
+def _known_timezone(value: str) -> str:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown timezone {value!r} (use an IANA name like Europe/Paris)")
+    return value
+
+
+class BudgetSettings(BaseModel):
+    """`[llm.budget]`: spending limits (docs/cost-and-privacy.md); tenants may override them."""
+
+    model_config = ConfigDict(extra="forbid")
+    daily_usd_limit: float | None = Field(default=None, ge=0)
+    """All tenants together, per day in `budget_timezone`; each tenant the same unless set."""
+    per_user_hourly_limit: int | None = Field(default=None, ge=1)
+    """Turns one end user (`user`) may start in any hour."""
+    per_session_token_cap: int | None = Field(default=None, ge=1)
+    """Input plus output tokens a session may use in all."""
+    alert_at_pct: float = Field(default=80.0, gt=0, le=100)
+    on_exhausted: Literal["stop", "local"] = "stop"
+    """A running turn that cannot reserve: fail it, or go on with `local_provider`."""
+    local_provider: str = "ollama"
+    budget_timezone: Annotated[str, AfterValidator(_known_timezone)] = "UTC"
+
+
 class Settings(BaseSettings):
     """Everything a process needs to know, with defaults that run the dev stack."""
 
@@ -213,6 +242,7 @@ class Settings(BaseSettings):
     """Celery's per-worker-process rate limit of model steps, e.g. "600/m" (none by default)."""
     llm_rate_wait_max_s: Duration = Field(default=2.0, ge=0)
     """A step that must wait longer than this for a rate limit re-queues itself instead."""
+    llm_budget: BudgetSettings = Field(default_factory=BudgetSettings)
 
     # Provider secrets and endpoints from the environment (they override the config file).
     openai_api_key: OptionalSecret = Field(default=None, validation_alias="OPENAI_API_KEY")
