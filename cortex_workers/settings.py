@@ -191,7 +191,7 @@ class BudgetSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     daily_usd_limit: float | None = Field(default=None, ge=0)
-    """All tenants together, per day in `budget_timezone`; each tenant the same unless set."""
+    """All tenants together, per day in `budget_timezone` (a tenant may get its own limit too)."""
     per_user_hourly_limit: int | None = Field(default=None, ge=1)
     """Turns one end user (`user`) may start in any hour."""
     per_session_token_cap: int | None = Field(default=None, ge=1)

@@ -148,3 +148,19 @@ class RedactionKind(StrEnum):
     IBAN = "iban"
     IP = "ip"
     SSN = "ssn"
+
+
+class ReservationStatus(StrEnum):
+    """A budget reservation: held while its model call runs, then settled to what it cost."""
+
+    RESERVED = "reserved"
+    SETTLED = "settled"
+
+
+class BudgetScope(StrEnum):
+    """What a budget limit applies to: every tenant together, one tenant (both per day), or one
+    session (its token cap, for its whole life)."""
+
+    GLOBAL = "global"
+    TENANT = "tenant"
+    SESSION = "session"

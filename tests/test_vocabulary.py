@@ -17,7 +17,9 @@ from cortex_workers.store import models
 from cortex_workers.store.db import make_engine
 from cortex_workers.vocabulary import (
     DecisionKind,
+    LlmMode,
     ProposalStatus,
+    ReservationStatus,
     StepKind,
     StepStatus,
     ToolCallStatus,
@@ -33,6 +35,9 @@ CHECKED: dict[tuple[str, str], type[enum.Enum]] = {
     ("tool_calls", "severity"): ToolSeverity,
     ("proposals", "status"): ProposalStatus,
     ("decisions", "kind"): DecisionKind,
+    ("tenants", "mode"): LlmMode,
+    ("sessions", "mode"): LlmMode,
+    ("budget_reservations", "status"): ReservationStatus,
 }
 
 

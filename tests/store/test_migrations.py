@@ -32,6 +32,8 @@ TABLES = {
     "tool_calls",
     "decisions",
     "proposals",
+    "budget_counters",
+    "budget_reservations",
 }
 
 
