@@ -85,6 +85,12 @@ class SessionCreate(StorableBody):
         default_factory=dict,
         description="Free-form; `metadata.script` drives the scripted provider.",
     )
+    user: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="The end user's id in your system: per-user limits and usage use it.",
+    )
 
     @field_validator("metadata")
     @classmethod
@@ -113,6 +119,7 @@ class SessionCreate(StorableBody):
             model=self.model,
             tools=self.tools,
             metadata=self.metadata,
+            user=self.user,
         )
 
 
@@ -130,6 +137,7 @@ class SessionOut(BaseModel):
     model: str
     tools: list[str] | None
     metadata: dict[str, Any]
+    user: str | None = None
     summary: str
     summary_upto_seq: int
     active_turn: ActiveTurn | None
@@ -144,6 +152,17 @@ class TurnCreate(StorableBody):
 
     content: str = Field(min_length=1, max_length=MAX_TEXT)
     if_busy: IfBusy = "enqueue"
+    user: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="This turn's end user, when not the session's.",
+    )
+    dry_run: bool = Field(
+        default=False,
+        description="Answer 200 with the route, the estimate, whether it fits the budget and "
+        "what would be redacted; nothing is stored, reserved or sent.",
+    )
 
 
 class TurnAccepted(BaseModel):

@@ -41,6 +41,7 @@ def session_out(rt: Runtime, db: Db, session: Session) -> SessionOut:
         model=model,
         tools=session.tools,
         metadata=session.metadata_ or {},
+        user=session.user,
         summary=session.summary,
         summary_upto_seq=session.summary_upto_seq,
         active_turn=ActiveTurn(id=running.id, seq=running.seq, status=running.status)

@@ -87,8 +87,10 @@ def insert_session(
     model: str | None = None,
     tools: list[str] | None = None,
     metadata_: dict[str, Any] | None = None,
+    user: str | None = None,
 ) -> Session:
     row = Session(
+        user=user,
         tenant_id=tenant_id,
         name=name,
         system_prompt=system_prompt,

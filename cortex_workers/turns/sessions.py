@@ -25,6 +25,8 @@ class SessionSpec:
     """Tool names the model may call; None means every registered tool."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Free-form; `metadata.script` drives the scripted provider."""
+    user: str | None = None
+    """The end user in the caller's system: per-user limits and usage are keyed by it."""
 
 
 def _check_provider(rt: Runtime, spec: SessionSpec) -> None:
@@ -73,6 +75,7 @@ def create_session(rt: Runtime, tenant_id: uuid.UUID, spec: SessionSpec) -> Sess
             model=spec.model,
             tools=spec.tools,
             metadata_=spec.metadata,
+            user=spec.user,
         )
         db.refresh(session)
     return session

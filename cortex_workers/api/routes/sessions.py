@@ -96,6 +96,7 @@ def post_turn(
         content=body.content,
         if_busy=body.if_busy,
         idempotency_key=idempotency_key,
+        user=body.user,
     )
     publish(result.publish)
     turn = result.turn
