@@ -67,9 +67,7 @@ class BudgetReservation(Base):
     output_tokens: Mapped[int | None] = mapped_column(Integer)
     settled_by: Mapped[str | None] = mapped_column(String(32))
     """`call` (its real cost), `failure` or `reconciler` (the reserved amount)."""
-    created_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), server_default=func.now()
-    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 

@@ -1,0 +1,307 @@
+"""Budget SQL: reserve before a model call, settle after it, read what was spent.
+
+A reservation goes through one counter row per scope (`global` and `tenant:ID` for the day,
+`session:ID` for the session's life), always in that order, so concurrent reservations never
+deadlock. Each counter is taken by one conditional UPDATE that admits the whole amount only if
+`spent + reserved + amount <= limit`; the reservation row and every counter change commit
+together or not at all. Settling moves the reservation's amount out of `reserved` and its real
+cost into `spent`, then fires each scope's alert at most once per window (a conditional UPDATE
+of `alerted_at`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, Engine, text
+
+from ..budget.windows import NO_WINDOW, Window
+from ..vocabulary import BudgetScope, ReservationStatus, StepStatus
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeLimit:
+    """One counter a reservation goes through, with the limit in force (None: unlimited)."""
+
+    scope: BudgetScope
+    key: str
+    """`global`, `tenant:ID` or `session:ID`."""
+    window: Window
+    limit: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallToReserve:
+    """What one model call attempt asks to hold."""
+
+    step_id: uuid.UUID
+    attempt: int
+    turn_id: uuid.UUID
+    tenant_id: uuid.UUID
+    session_id: uuid.UUID
+    provider: str
+    model: str
+    amount_micros: int
+    tokens: int
+    money: tuple[ScopeLimit, ScopeLimit]
+    """The global and the tenant's day, in that order."""
+    session: ScopeLimit
+    """The session's token cap."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    id: uuid.UUID
+    amount_micros: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """The scope that could not take the whole reservation, and where it stood."""
+
+    scope: BudgetScope
+    limit: int
+    spent: int
+    reserved: int
+    asked: int
+    resets_at: datetime | None
+
+    @property
+    def fits_once_settled(self) -> bool:
+        """Whether it would fit once the calls in flight settle (they may cost less)."""
+        return self.spent + self.asked <= self.limit
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """A scope whose spend crossed its alert threshold in this settlement (once per window)."""
+
+    key: str
+    spent: int
+    limit: int
+
+
+class _Refused(Exception):
+    def __init__(self, refusal: Refusal) -> None:
+        self.refusal = refusal
+
+
+_INSERT_RESERVATION = text(
+    """
+    INSERT INTO budget_reservations (id, step_id, attempt, tenant_id, session_id, turn_id,
+        "user", provider, model, day_start, status, amount_micros, tokens)
+    SELECT :id, :step_id, :attempt, :tenant_id, :session_id, t.id, COALESCE(t."user", s."user"),
+        :provider, :model, :day_start, :status, :amount, :tokens
+    FROM turns t JOIN sessions s ON s.id = t.session_id
+    WHERE t.id = :turn_id
+    ON CONFLICT (step_id, attempt) DO NOTHING
+    RETURNING id
+    """
+)
+_ENSURE_COUNTER = text(
+    """
+    INSERT INTO budget_counters (scope, window_start, resets_at, limit_amount)
+    VALUES (:key, :start, :resets_at, :limit)
+    ON CONFLICT (scope, window_start) DO NOTHING
+    """
+)
+_TAKE = text(
+    """
+    UPDATE budget_counters
+    SET reserved = reserved + :amount, limit_amount = :limit
+    WHERE scope = :key AND window_start = :start
+      AND (CAST(:limit AS BIGINT) IS NULL OR spent + reserved + :amount <= :limit)
+    RETURNING spent
+    """
+)
+_READ_COUNTER = text(
+    "SELECT spent, reserved FROM budget_counters WHERE scope = :key AND window_start = :start"
+)
+
+
+def _take(conn: Connection, limit: ScopeLimit, amount: int) -> None:
+    key = {"key": limit.key, "start": limit.window.start}
+    conn.execute(
+        _ENSURE_COUNTER, {**key, "resets_at": limit.window.resets_at, "limit": limit.limit}
+    )
+    taken = conn.execute(_TAKE, {**key, "amount": amount, "limit": limit.limit}).first()
+    if taken is None:
+        assert limit.limit is not None
+        spent, reserved = conn.execute(_READ_COUNTER, key).one()
+        raise _Refused(
+            Refusal(limit.scope, limit.limit, spent, reserved, amount, limit.window.resets_at)
+        )
+
+
+def reserve(engine: Engine, call: CallToReserve) -> Reservation | Refusal:
+    """Hold the call's maximum cost in every scope, all or nothing, in one transaction."""
+    reservation_id = uuid.uuid4()
+    try:
+        with engine.begin() as conn:
+            inserted = conn.execute(
+                _INSERT_RESERVATION,
+                {
+                    "id": reservation_id,
+                    "step_id": call.step_id,
+                    "attempt": call.attempt,
+                    "tenant_id": call.tenant_id,
+                    "session_id": call.session_id,
+                    "turn_id": call.turn_id,
+                    "provider": call.provider,
+                    "model": call.model,
+                    "day_start": call.money[0].window.start,
+                    "status": ReservationStatus.RESERVED.value,
+                    "amount": call.amount_micros,
+                    "tokens": call.tokens,
+                },
+            ).first()
+            if inserted is None:  # this attempt already holds one (a repeated call)
+                return _existing(conn, call)
+            for limit in call.money:
+                _take(conn, limit, call.amount_micros)
+            _take(conn, call.session, call.tokens)
+    except _Refused as refused:
+        return refused.refusal
+    return Reservation(reservation_id, call.amount_micros, call.tokens)
+
+
+def _existing(conn: Connection, call: CallToReserve) -> Reservation:
+    row = conn.execute(
+        text(
+            "SELECT id, amount_micros, tokens FROM budget_reservations "
+            "WHERE step_id = :step_id AND attempt = :attempt"
+        ),
+        {"step_id": call.step_id, "attempt": call.attempt},
+    ).one()
+    return Reservation(row.id, row.amount_micros, row.tokens)
+
+
+_CLOSE = text(
+    """
+    UPDATE budget_reservations
+    SET status = :settled, settled_at = now(), settled_by = :by,
+        cost_micros = COALESCE(CAST(:cost AS BIGINT), amount_micros),
+        input_tokens = :input_tokens, output_tokens = :output_tokens
+    WHERE id = :id AND status = :reserved
+    RETURNING amount_micros, tokens, cost_micros, tenant_id, session_id, day_start
+    """
+)
+_SETTLE_COUNTER = text(
+    """
+    UPDATE budget_counters
+    SET reserved = reserved - :held, spent = spent + :used
+    WHERE scope = :key AND window_start = :start
+    """
+)
+_ALERT = text(
+    """
+    UPDATE budget_counters SET alerted_at = now()
+    WHERE scope = :key AND window_start = :start AND alerted_at IS NULL
+      AND limit_amount IS NOT NULL AND limit_amount > 0
+      AND spent * 100 >= limit_amount * CAST(:pct AS NUMERIC)
+    RETURNING spent, limit_amount
+    """
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """What a call cost: None for the reserved amount (a failed call or a dead worker)."""
+
+    cost_micros: int | None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    by: str = "call"
+
+
+def settle(
+    engine: Engine, reservation_id: uuid.UUID, outcome: Settlement, *, alert_at_pct: float
+) -> list[Alert]:
+    """Close the reservation at its real cost (once: a second settle changes nothing)."""
+    with engine.begin() as conn:
+        return _settle(conn, reservation_id, outcome, alert_at_pct)
+
+
+def _settle(
+    conn: Connection, reservation_id: uuid.UUID, outcome: Settlement, alert_at_pct: float
+) -> list[Alert]:
+    row = conn.execute(
+        _CLOSE,
+        {
+            "id": reservation_id,
+            "by": outcome.by,
+            "cost": outcome.cost_micros,
+            "input_tokens": outcome.input_tokens,
+            "output_tokens": outcome.output_tokens,
+            "settled": ReservationStatus.SETTLED.value,
+            "reserved": ReservationStatus.RESERVED.value,
+        },
+    ).first()
+    if row is None:
+        return []  # settled already
+    used_tokens = (
+        row.tokens
+        if outcome.input_tokens is None
+        else (outcome.input_tokens or 0) + (outcome.output_tokens or 0)
+    )
+    money = [("global", row.day_start), (f"tenant:{row.tenant_id}", row.day_start)]
+    for key, start in money:
+        conn.execute(
+            _SETTLE_COUNTER,
+            {"key": key, "start": start, "held": row.amount_micros, "used": row.cost_micros},
+        )
+    conn.execute(
+        _SETTLE_COUNTER,
+        {
+            "key": f"session:{row.session_id}",
+            "start": NO_WINDOW,
+            "held": row.tokens,
+            "used": used_tokens,
+        },
+    )
+    alerts = []
+    for key, start in money:
+        hit = conn.execute(_ALERT, {"key": key, "start": start, "pct": alert_at_pct}).first()
+        if hit is not None:
+            alerts.append(Alert(key, hit.spent, hit.limit_amount))
+    return alerts
+
+
+_ORPHANS = text(
+    """
+    SELECT r.id FROM budget_reservations r
+    LEFT JOIN steps st ON st.id = r.step_id
+    WHERE r.status = :reserved AND r.created_at < now() - make_interval(secs => :grace)
+      AND (st.id IS NULL OR st.attempt <> r.attempt OR st.status <> :leased
+           OR st.lease_until < now())
+    ORDER BY r.created_at
+    LIMIT :batch
+    FOR UPDATE OF r SKIP LOCKED
+    """
+)
+
+
+def settle_orphans(
+    engine: Engine, *, alert_at_pct: float, grace_s: float, batch: int = 200
+) -> tuple[int, list[Alert]]:
+    """Settle, at the reserved amount, reservations whose call no worker holds any more (its
+    lease expired, or another attempt or the end of the turn replaced it): the provider may
+    have billed the call. Returns how many, and the alerts that fired."""
+    alerts: list[Alert] = []
+    with engine.begin() as conn:
+        ids = conn.execute(
+            _ORPHANS,
+            {
+                "reserved": ReservationStatus.RESERVED.value,
+                "leased": StepStatus.LEASED.value,
+                "grace": grace_s,
+                "batch": batch,
+            },
+        ).scalars()
+        found = list(ids)
+        for reservation_id in found:
+            alerts += _settle(conn, reservation_id, Settlement(None, by="reconciler"), alert_at_pct)
+    return len(found), alerts
