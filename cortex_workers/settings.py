@@ -190,7 +190,9 @@ def _known_timezone(value: str) -> str:
     try:
         ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown timezone {value!r} (use an IANA name like Europe/Paris)")
+        raise ValueError(
+            f"unknown timezone {value!r} (use an IANA name like Europe/Paris)"
+        ) from None
     return value
 
 
