@@ -41,6 +41,7 @@ class TurnParams(LockParams):
     request_hash: str | None
     traceparent: str | None
     user: str | None
+    route: dict[str, Any] | None
 
 
 class StartedTurnParams(TurnParams):
@@ -120,6 +121,7 @@ def _rows(numbered: Any, *, starts: bool) -> dict[Table, dict[str, Any]]:
         "request_hash": bindparam("request_hash", type_=_tt.request_hash.type),
         "traceparent": bindparam("traceparent", type_=_tt.traceparent.type),
         "user": bindparam("user", type_=_tt.user.type),
+        "route": bindparam("route", type_=_tt.route.type),
     }
     if not starts:
         return {turns_table: turn}
@@ -235,6 +237,7 @@ def start_turn_if_idle(
     request_hash: str | None = None,
     traceparent: str | None = None,
     user: str | None = None,
+    route: dict[str, Any] | None = None,
 ) -> StartOutcome:
     """Store a turn that starts at once, with its user message and first model step, if the
     tenant's session has no active turn: one statement that commits on its own (see
@@ -248,6 +251,7 @@ def start_turn_if_idle(
         request_hash=request_hash,
         traceparent=traceparent,
         user=user,
+        route=route,
         timeout=timedelta(seconds=timeout_s),
         message_id=uuid.uuid4(),
         step_id=uuid.uuid4(),
@@ -279,6 +283,7 @@ def insert_turn(
     request_hash: str | None = None,
     traceparent: str | None = None,
     user: str | None = None,
+    route: dict[str, Any] | None = None,
 ) -> NewTurn:
     """Number and store a turn, in one round trip: started at once, with its user message
     and first model step, when `start_timeout_s` is given, else queued. Caller holds the
@@ -292,6 +297,7 @@ def insert_turn(
         request_hash=request_hash,
         traceparent=traceparent,
         user=user,
+        route=route,
     )
     if start_timeout_s is None:
         counters = _INSERT_TURN[False].one(db, queued)

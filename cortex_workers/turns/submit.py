@@ -6,7 +6,7 @@ import hashlib
 import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Literal, assert_never
+from typing import Any, Literal, assert_never
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as Db
@@ -34,6 +34,8 @@ class NewTurnSpec:
     digest: str
     """The request hash an Idempotency-Key is bound to."""
     user: str | None = None
+    route: dict[str, Any] | None = None
+    """The turn's route request (`routing.RouteSpec`, as stored)."""
 
 
 @dataclass
@@ -46,12 +48,18 @@ class Submitted:
 
 
 def request_hash(
-    session_id: uuid.UUID, content: str, if_busy: IfBusy, user: str | None = None
+    session_id: uuid.UUID,
+    content: str,
+    if_busy: IfBusy,
+    user: str | None = None,
+    route: dict[str, Any] | None = None,
 ) -> str:
     """What an Idempotency-Key is bound to: the same key with another request is refused."""
     fields = {"session": str(session_id), "content": content, "if_busy": if_busy}
     if user is not None:
         fields["user"] = user
+    if route is not None:
+        fields["route"] = json.dumps(route, sort_keys=True)
     body = json.dumps(fields)
     return hashlib.sha256(body.encode()).hexdigest()
 
@@ -75,11 +83,12 @@ def submit_turn(
     if_busy: IfBusy = "enqueue",
     idempotency_key: str | None = None,
     user: str | None = None,
+    route: dict[str, Any] | None = None,
 ) -> Submitted:
     """Store the turn (queued) and start it if the session is idle; the caller publishes.
     `user`: the turn's end user, when it names one (else the session's counts)."""
-    digest = request_hash(session_id, content, if_busy, user)
-    ask = NewTurnSpec(content, if_busy, idempotency_key, digest, user)
+    digest = request_hash(session_id, content, if_busy, user, route)
+    ask = NewTurnSpec(content, if_busy, idempotency_key, digest, user, route)
     try:
         return _submit(rt, tenant_id, session_id, ask)
     except IntegrityError:
@@ -109,6 +118,7 @@ def _submit(
                 request_hash=ask.digest,
                 traceparent=current_traceparent(),
                 user=ask.user,
+                route=ask.route,
             )
         match started:
             case new_turns.Started(turn=new):
@@ -157,6 +167,7 @@ def _submit_locked(
             request_hash=digest,
             traceparent=current_traceparent(),
             user=ask.user,
+            route=ask.route,
         )
         if starts:  # its user message and first model step were stored with it
             publish = step_ref(

@@ -97,6 +97,7 @@ def post_turn(
         if_busy=body.if_busy,
         idempotency_key=idempotency_key,
         user=body.user,
+        route=body.route_request(),
     )
     publish(result.publish)
     turn = result.turn
