@@ -105,17 +105,18 @@ def _frugal(
     return (route, None) if fast is None else (fast, route)
 
 
-def plan_call(rt: Runtime, claim: Claim, ctx: ModelContext, request: ModelRequest) -> CallPlan:
-    """Route, then redact (fail closed: `RedactionFailed` means nothing may be sent), and
-    record the decision and the counts on the step. Raises `TerminalError`s: `no_route`,
-    `local_only`, `redaction_failed`."""
-    route, decision = choose(rt, ctx, request, claim.attempt)
+def preview_call(
+    rt: Runtime, ctx: ModelContext, request: ModelRequest, *, attempt: int = 1
+) -> CallPlan:
+    """`plan_call` without a claim: nothing recorded, nothing sent (the dry run). Raises the
+    same `TerminalError`s."""
+    route, decision = choose(rt, ctx, request, attempt)
     route, full = _frugal(rt, ctx, route, request)
     request = replace(request, model=route.model)
     redacted = redact_for(rt, route.provider, request)
     if redacted is not None:
         request = replace(request, messages=redacted.messages)
-    plan = CallPlan(
+    return CallPlan(
         route=route,
         request=with_note(request, route.model) if full is not None else request,
         decision=decision,
@@ -124,6 +125,13 @@ def plan_call(rt: Runtime, claim: Claim, ctx: ModelContext, request: ModelReques
         full=full,
         full_request=replace(request, model=full.model) if full is not None else None,
     )
+
+
+def plan_call(rt: Runtime, claim: Claim, ctx: ModelContext, request: ModelRequest) -> CallPlan:
+    """Route, then redact (fail closed: `RedactionFailed` means nothing may be sent), and
+    record the decision and the counts on the step. Raises `TerminalError`s: `no_route`,
+    `local_only`, `redaction_failed`."""
+    plan = preview_call(rt, ctx, request, attempt=claim.attempt)
     record(rt, claim, plan)
     return plan
 
