@@ -1,4 +1,4 @@
-"""The `cortex-workers` command: dev, api, worker, beat, flower, status, migrate, keys create.
+"""The `cortex-workers` command: dev, api, worker, beat, flower, status, migrate, keys, tenants.
 
 Process commands refer to the composition root by string (`config.asgi:app`,
 `config.celery_app:app`) so the package never imports `config`.
@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import monitor
+from . import monitor, tenant_commands
 from .admin import check_config, create_key, migrate, use_embedded_if_unset, use_running_if_unset
 from .observability.logs import LogFormat, configure_logging, log_format_from_env
 from .queues import QUEUES, Queue
@@ -278,6 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--tenant", required=True)
     _add_data_dir(create)
     create.set_defaults(func=cmd_keys_create)
+    tenant_commands.add_commands(sub, keys_sub, _add_data_dir)
     return parser
 
 

@@ -13,6 +13,7 @@ from .policy import (
     USER_RATE_LIMITED,
     BudgetExhausted,
     Limits,
+    UserRateLimited,
     resolve_limits,
     session_cap_error,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "BudgetExhausted",
     "CallEstimate",
     "Limits",
+    "UserRateLimited",
     "Window",
     "call_cost_micros",
     "day_window",

@@ -78,3 +78,16 @@ def session_cap_error(*, cap: int, used: int) -> ConflictError:
         code=SESSION_TOKEN_CAP,
         details={"cap_tokens": cap, "used_tokens": used},
     )
+
+
+class UserRateLimited(CortexError):
+    """An end user started `limit` turns in the last hour (answered 429 with Retry-After)."""
+
+    code = USER_RATE_LIMITED
+
+    def __init__(self, *, user: str, limit: int, retry_after_s: int) -> None:
+        super().__init__(
+            f"this end user may start {limit} turns an hour; retry in {retry_after_s} s",
+            details={"user": user, "limit_per_hour": limit, "retry_after_s": retry_after_s},
+        )
+        self.retry_after_s = retry_after_s
