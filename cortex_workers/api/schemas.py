@@ -293,6 +293,20 @@ class RateLimitOut(BaseModel):
     tpm: int | None
 
 
+class CatalogModelOut(BaseModel):
+    name: str = Field(description="A model name or pattern of the catalog.")
+    tier: str | None
+    capabilities: list[str]
+    context: int | None
+
+
+class LatencyOut(BaseModel):
+    model: str
+    p50_ms: float
+    p95_ms: float
+    samples: int = Field(description="Recent calls measured (the last 200 at most).")
+
+
 class ProviderOut(BaseModel):
     name: str
     kind: str
@@ -308,6 +322,16 @@ class ProviderOut(BaseModel):
         description="Set while the provider is skipped after repeated failures."
     )
     rate_limits: list[RateLimitOut]
+    local: bool = Field(
+        default=False,
+        description="Calls stay local: mode local-only may use it, and nothing is redacted.",
+    )
+    catalog: list[CatalogModelOut] = Field(
+        default_factory=list, description="Tier, capabilities and context of its models."
+    )
+    latency: list[LatencyOut] = Field(
+        default_factory=list, description="Measured on real calls, per model."
+    )
 
 
 class ToolOut(BaseModel):
