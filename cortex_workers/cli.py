@@ -272,6 +272,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_dir(mig)
     mig.set_defaults(func=cmd_migrate)
 
+    _add_keys_and_tenants(sub)
+    return parser
+
+
+def _add_keys_and_tenants(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     keys = sub.add_parser("keys", help="API keys")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     create = keys_sub.add_parser("create", help="print a new API key for a tenant")
@@ -279,7 +284,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_dir(create)
     create.set_defaults(func=cmd_keys_create)
     tenant_commands.add_commands(sub, keys_sub, _add_data_dir)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

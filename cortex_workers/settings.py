@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
     AliasChoices,
     BaseModel,
     BeforeValidator,
@@ -29,6 +28,8 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+
+from .budget_settings import BudgetSettings
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "cortex.toml"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -182,35 +183,6 @@ class RateLimitSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     rpm: int | None = Field(default=None, ge=1)
     tpm: int | None = Field(default=None, ge=1)
-
-
-def _known_timezone(value: str) -> str:
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    try:
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(
-            f"unknown timezone {value!r} (use an IANA name like Europe/Paris)"
-        ) from None
-    return value
-
-
-class BudgetSettings(BaseModel):
-    """`[llm.budget]`: spending limits (docs/cost-and-privacy.md); tenants may override them."""
-
-    model_config = ConfigDict(extra="forbid")
-    daily_usd_limit: float | None = Field(default=None, ge=0)
-    """All tenants together, per day in `budget_timezone` (a tenant may get its own limit too)."""
-    per_user_hourly_limit: int | None = Field(default=None, ge=1)
-    """Turns one end user (`user`) may start in any hour."""
-    per_session_token_cap: int | None = Field(default=None, ge=1)
-    """Input plus output tokens a session may use in all."""
-    alert_at_pct: float = Field(default=80.0, gt=0, le=100)
-    on_exhausted: Literal["stop", "local"] = "stop"
-    """A running turn that cannot reserve: fail it, or go on with `local_provider`."""
-    local_provider: str = "ollama"
-    budget_timezone: Annotated[str, AfterValidator(_known_timezone)] = "UTC"
 
 
 LlmModeName = Literal["normal", "frugal", "local-only"]

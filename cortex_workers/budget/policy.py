@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..errors import ConflictError, CortexError
-from ..settings import BudgetSettings
+from ..budget_settings import BudgetSettings
 from ..vocabulary import BudgetScope
 from .money import micros_to_usd, usd_to_micros
 

@@ -45,6 +45,8 @@ class CallToReserve:
     model: str
     amount_micros: int
     tokens: int
+    call_no: int
+    """0 for the attempt's call, 1 for a second call of the same attempt."""
     money: tuple[ScopeLimit, ScopeLimit]
     """The global and the tenant's day, in that order."""
     session: ScopeLimit
@@ -91,13 +93,13 @@ class _Refused(Exception):
 
 _INSERT_RESERVATION = text(
     """
-    INSERT INTO budget_reservations (id, step_id, attempt, tenant_id, session_id, turn_id,
-        "user", provider, model, day_start, status, amount_micros, tokens)
-    SELECT :id, :step_id, :attempt, :tenant_id, :session_id, t.id, COALESCE(t."user", s."user"),
-        :provider, :model, :day_start, :status, :amount, :tokens
+    INSERT INTO budget_reservations (id, step_id, attempt, call_no, tenant_id, session_id,
+        turn_id, "user", provider, model, day_start, status, amount_micros, tokens)
+    SELECT :id, :step_id, :attempt, :call_no, :tenant_id, :session_id, t.id,
+        COALESCE(t."user", s."user"), :provider, :model, :day_start, :status, :amount, :tokens
     FROM turns t JOIN sessions s ON s.id = t.session_id
     WHERE t.id = :turn_id
-    ON CONFLICT (step_id, attempt) DO NOTHING
+    ON CONFLICT (step_id, attempt, call_no) DO NOTHING
     RETURNING id
     """
 )
@@ -147,6 +149,7 @@ def reserve(engine: Engine, call: CallToReserve) -> Reservation | Refusal:
                     "id": reservation_id,
                     "step_id": call.step_id,
                     "attempt": call.attempt,
+                    "call_no": call.call_no,
                     "tenant_id": call.tenant_id,
                     "session_id": call.session_id,
                     "turn_id": call.turn_id,
@@ -172,9 +175,9 @@ def _existing(conn: Connection, call: CallToReserve) -> Reservation:
     row = conn.execute(
         text(
             "SELECT id, amount_micros, tokens FROM budget_reservations "
-            "WHERE step_id = :step_id AND attempt = :attempt"
+            "WHERE step_id = :step_id AND attempt = :attempt AND call_no = :call_no"
         ),
-        {"step_id": call.step_id, "attempt": call.attempt},
+        {"step_id": call.step_id, "attempt": call.attempt, "call_no": call.call_no},
     ).one()
     return Reservation(row.id, row.amount_micros, row.tokens)
 

@@ -38,7 +38,7 @@ class BudgetReservation(Base):
 
     __tablename__ = "budget_reservations"
     __table_args__ = (
-        Index("uq_budget_reservations_attempt", "step_id", "attempt", unique=True),
+        Index("uq_budget_reservations_call", "step_id", "attempt", "call_no", unique=True),
         Index(
             "ix_budget_reservations_open",
             "created_at",
@@ -50,6 +50,8 @@ class BudgetReservation(Base):
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
     step_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("steps.id", ondelete="CASCADE"))
     attempt: Mapped[int] = mapped_column(Integer)
+    call_no: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """0: the attempt's call; 1: a second call of the same attempt (frugal's escalation)."""
     tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
     session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
     turn_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))

@@ -103,7 +103,13 @@ def scope_limits(
 
 
 def _reserve(
-    rt: Runtime, claim: Claim, ctx: ModelContext, route: Route, request: ModelRequest
+    rt: Runtime,
+    claim: Claim,
+    ctx: ModelContext,
+    route: Route,
+    request: ModelRequest,
+    *,
+    call_no: int = 0,
 ) -> Reservation | Refusal:
     price = rt.providers.price(route.provider, route.model)
     config = rt.providers.configs.get(route.provider)
@@ -124,6 +130,7 @@ def _reserve(
         model=route.model,
         amount_micros=estimate.cost_micros_max,
         tokens=estimate.input_tokens + estimate.max_output_tokens,
+        call_no=call_no,
         money=money,
         session=session,
     )
@@ -152,6 +159,15 @@ def admit(
         _warn_local(rt, claim, held, local)
         return admit(rt, claim, ctx, local_route, replace(request, model=local_route.model))
     return _exhausted(rt, claim, held)
+
+
+def reserve_more(
+    rt: Runtime, claim: Claim, ctx: ModelContext, route: Route, request: ModelRequest
+) -> Admitted | None:
+    """Reserve a second call of the same attempt (frugal's escalation); None when the budget
+    cannot take it (no waiting, no local provider: the first answer stands)."""
+    held = _reserve(rt, claim, ctx, route, request, call_no=1)
+    return Admitted(route, request, held) if isinstance(held, Reservation) else None
 
 
 def _wait(rt: Runtime, claim: Claim, ctx: ModelContext) -> list[NextStep]:

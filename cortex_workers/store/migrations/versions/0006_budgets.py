@@ -59,6 +59,7 @@ def _tables() -> None:
         sa.Column("id", postgresql.UUID(as_uuid=True), primary_key=True),
         _uuid_fk("step_id", "steps"),
         sa.Column("attempt", sa.Integer(), nullable=False),
+        sa.Column("call_no", sa.Integer(), nullable=False, server_default="0"),
         _uuid_fk("tenant_id", "tenants"),
         _uuid_fk("session_id", "sessions"),
         _uuid_fk("turn_id", "turns"),
@@ -84,9 +85,9 @@ def _tables() -> None:
         ),
     )
     op.create_index(
-        "uq_budget_reservations_attempt",
+        "uq_budget_reservations_call",
         "budget_reservations",
-        ["step_id", "attempt"],
+        ["step_id", "attempt", "call_no"],
         unique=True,
     )
     op.create_index(
