@@ -4,7 +4,7 @@ it and what would be redacted. Nothing is stored, reserved or sent to any provid
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..budget import CallEstimate, estimate_call, micros_to_usd
@@ -18,7 +18,7 @@ from ..store.models import Session
 from ..vocabulary import BudgetScope
 from .budget_gate import money_states
 from .context import ModelContext, coherent, system_messages, to_message
-from .guarded_call import choose, redact_for
+from .guarded_call import preview_call, route_record
 from .modes import mode_in_force, route_spec
 
 
@@ -104,6 +104,17 @@ def _estimate(rt: Runtime, route: Route, request: ModelRequest) -> CallEstimate:
     )
 
 
+def _plus(first: CallEstimate, escalation: CallEstimate) -> CallEstimate:
+    """Frugal's first call and the escalation it may need: both may be billed."""
+    return CallEstimate(
+        input_tokens=max(first.input_tokens, escalation.input_tokens),
+        max_output_tokens=first.max_output_tokens + escalation.max_output_tokens,
+        expected_input_tokens=first.expected_input_tokens,
+        cost_micros_max=first.cost_micros_max + escalation.cost_micros_max,
+        cost_micros_expected=first.cost_micros_expected,
+    )
+
+
 def dry_run(
     rt: Runtime,
     *,
@@ -119,10 +130,10 @@ def dry_run(
         raise NotFound(f"session {session_id} not found")
     ctx = _context(rt, session, content, turn_route)
     request = ModelRequest(model=ctx.model, messages=ctx.messages, tools=ctx.tools)
-    route, decision = choose(rt, ctx, request, 1)
-    request = replace(request, model=route.model)
-    redacted = redact_for(rt, route.provider, request)  # the redacted text is dropped here
-    estimate = _estimate(rt, route, request)
+    plan = preview_call(rt, ctx, request)  # routed and redacted as the step would, unsent
+    estimate = _estimate(rt, plan.route, plan.request)
+    if plan.full is not None and plan.full_request is not None:  # frugal may call twice
+        estimate = _plus(estimate, _estimate(rt, plan.full, plan.full_request))
     states = money_states(rt, tenant_id, session_id)
     remaining = [s.remaining for s in states if s.scope is not BudgetScope.SESSION]
     known = [r for r in remaining if r is not None]
@@ -130,11 +141,11 @@ def dry_run(
     fits = all(r >= estimate.cost_micros_max for r in known) and (
         tokens is None or tokens >= estimate.input_tokens + estimate.max_output_tokens
     )
-    shown = decision.as_json() if decision is not None else {}
+    shown = route_record(plan) or {}
     return DryRun(
-        route={**shown, "provider": route.provider, "model": route.model},
+        route={**shown, "provider": plan.route.provider, "model": plan.route.model},
         estimate=estimate,
         fits=fits,
         remaining_micros=min(known) if known else None,
-        redactions=dict(redacted.counts) if redacted is not None else {},
+        redactions=dict(plan.redactions or {}),
     )
