@@ -11,13 +11,21 @@ from dataclasses import dataclass, replace
 
 import redis
 
-from ..messages import Completion, CompletionBuilder, ModelRequest, TextDelta, ToolCall
+from ..messages import (
+    Completion,
+    CompletionBuilder,
+    ModelRequest,
+    TextDelta,
+    ToolCall,
+    WarningEvent,
+)
 from ..privacy import Restorer, restore_text, restore_value
 from ..providers.latency import record_latency
 from ..providers.registry import Route
 from ..runtime import Runtime
 from ..store.db import transaction
 from ..store.steps import Claim
+from . import spend
 from .context import ModelContext
 from .finish import ModelCallInput, ModelCallOutput, record_model_call
 from .frugal import MARKER, MarkerFilter, escalation_reason
@@ -26,6 +34,8 @@ from .observe import model_call
 from .routing import provider_for
 
 log = logging.getLogger(__name__)
+
+ESCALATION_REFUSED = "frugal_escalation_refused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +46,14 @@ class Answered:
     """The route that answered (frugal: the full model after an escalation)."""
     escalated: str | None = None
     """Frugal: why the fast answer was redone (`output_limit`, `marker`)."""
+    billed: Completion | None = None
+    """The first call's answer, which the step's reservation pays for (frugal: the fast
+    model's, when escalated); None: `completion`."""
+    billed_route: Route | None = None
+
+    @property
+    def first_call(self) -> tuple[Completion, Route]:
+        return self.billed or self.completion, self.billed_route or self.route
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,10 +128,18 @@ def stream_answer(
     why = escalation_reason(fast, marker.seen)
     if why is None:
         return Answered(fast, plan.route)
+    extra = spend.reserve_more(rt, claim, ctx, plan.full, plan.full_request)
+    if extra is None:  # the budget cannot take a second call: the fast answer stands
+        refused = WarningEvent(
+            ESCALATION_REFUSED, "frugal: no budget left to redo the answer on the full model"
+        )
+        return Answered(replace(fast, warnings=[*fast.warnings, refused]), plan.route)
     sink.restart()
     _record_escalation(rt, claim, ctx, plan, fast, why)
-    full = call_provider(rt, plan.full, plan.full_request, plan.restore, sink)
-    return Answered(full, plan.full, why)
+    with spend.settling(rt, extra) as bill:
+        full = call_provider(rt, plan.full, plan.full_request, plan.restore, sink)
+        bill.paid(full, plan.full)
+    return Answered(full, plan.full, why, billed=fast, billed_route=plan.route)
 
 
 def _record_escalation(
