@@ -6,7 +6,8 @@ deadlock. Each counter is taken by one conditional UPDATE that admits the whole 
 `spent + reserved + amount <= limit`; the reservation row and every counter change commit
 together or not at all. Settling moves the reservation's amount out of `reserved` and its real
 cost into `spent`, then fires each scope's alert at most once per window (a conditional UPDATE
-of `alerted_at`).
+of `alerted_at`). A call the reconciler settled at its reserved amount (its worker's lease ran
+out) that then finishes after all is corrected down to its real cost.
 """
 
 from __future__ import annotations
@@ -70,11 +71,6 @@ class Refusal:
     reserved: int
     asked: int
     resets_at: datetime | None
-
-    @property
-    def fits_once_settled(self) -> bool:
-        """Whether it would fit once the calls in flight settle (they may cost less)."""
-        return self.spent + self.asked <= self.limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,19 +227,26 @@ def settle(
 def _settle(
     conn: Connection, reservation_id: uuid.UUID, outcome: Settlement, alert_at_pct: float
 ) -> list[Alert]:
-    row = conn.execute(
-        _CLOSE,
-        {
-            "id": reservation_id,
-            "by": outcome.by,
-            "cost": outcome.cost_micros,
-            "input_tokens": outcome.input_tokens,
-            "output_tokens": outcome.output_tokens,
-            "settled": ReservationStatus.SETTLED.value,
-            "reserved": ReservationStatus.RESERVED.value,
-        },
-    ).first()
-    if row is None:
+    params = {
+        "id": reservation_id,
+        "by": outcome.by,
+        "cost": outcome.cost_micros,
+        "input_tokens": outcome.input_tokens,
+        "output_tokens": outcome.output_tokens,
+        "settled": ReservationStatus.SETTLED.value,
+        "reserved": ReservationStatus.RESERVED.value,
+    }
+    row = conn.execute(_CLOSE, params).first()
+    if row is not None:
+        held, used, tokens_held = row.amount_micros, row.cost_micros, row.tokens
+    elif outcome.by == "call" and outcome.cost_micros is not None:
+        # The reconciler took the worker for dead and settled the call at its reserved
+        # amount; the call did finish: its real cost replaces that (spend only goes down).
+        row = conn.execute(_CORRECT, params).first()
+        if row is None:
+            return []  # settled already
+        held, used, tokens_held = 0, outcome.cost_micros - row.amount_micros, 0
+    else:
         return []  # settled already
     used_tokens = (
         row.tokens
@@ -252,25 +255,28 @@ def _settle(
     )
     money = [("global", row.day_start), (f"tenant:{row.tenant_id}", row.day_start)]
     for key, start in money:
-        conn.execute(
-            _SETTLE_COUNTER,
-            {"key": key, "start": start, "held": row.amount_micros, "used": row.cost_micros},
-        )
-    conn.execute(
-        _SETTLE_COUNTER,
-        {
-            "key": f"session:{row.session_id}",
-            "start": NO_WINDOW,
-            "held": row.tokens,
-            "used": used_tokens,
-        },
-    )
+        conn.execute(_SETTLE_COUNTER, {"key": key, "start": start, "held": held, "used": used})
+    session = {"key": f"session:{row.session_id}", "start": NO_WINDOW}
+    used_tokens -= row.tokens if tokens_held == 0 else 0
+    conn.execute(_SETTLE_COUNTER, {**session, "held": tokens_held, "used": used_tokens})
     alerts = []
     for key, start in money:
         hit = conn.execute(_ALERT, {"key": key, "start": start, "pct": alert_at_pct}).first()
         if hit is not None:
             alerts.append(Alert(key, hit.spent, hit.limit_amount))
     return alerts
+
+
+_CORRECT = text(
+    """
+    UPDATE budget_reservations
+    SET settled_by = :by, cost_micros = :cost,
+        input_tokens = :input_tokens, output_tokens = :output_tokens
+    WHERE id = :id AND status = :settled AND settled_by = 'reconciler'
+      AND CAST(:cost AS BIGINT) <= amount_micros
+    RETURNING amount_micros, tokens, tenant_id, session_id, day_start
+    """
+)
 
 
 _ORPHANS = text(

@@ -2,7 +2,7 @@
 
 `admit` holds the call's maximum cost (`budget.estimate_call`) in the global and the tenant's
 daily budgets and its tokens against the session's cap, all or nothing (`store.budget`). A call
-that does not fit waits while calls in flight could still free enough, and otherwise ends the
+that does not fit what is left (limit minus spent minus what calls in flight hold) ends the
 turn `failed` with `budget_exhausted` (a visible `error` event), or, with
 `on_exhausted = "local"`, goes on with the configured local provider and a warning on the turn.
 `settling` settles the call at its real cost, or at the reserved amount when it did not finish
@@ -36,7 +36,6 @@ from ..providers.registry import Route
 from ..runtime import Runtime
 from ..store import budget as budget_store
 from ..store import repo, tenant_admin
-from ..store import steps as step_store
 from ..store.budget import Alert, CallToReserve, Refusal, Reservation, ScopeLimit, Settlement
 from ..store.db import autocommit, transaction
 from ..store.steps import Claim
@@ -48,8 +47,6 @@ from .steps import NextStep
 
 log = logging.getLogger(__name__)
 
-WAIT_FOR_SETTLE_S = 0.5
-"""A call that fits once the calls in flight settle is retried this much later."""
 LIMITS_TTL_S = 2.0
 """A tenant's overrides are read again after this long (an operator's change applies soon)."""
 
@@ -140,13 +137,10 @@ def _reserve(
 def admit(
     rt: Runtime, claim: Claim, ctx: ModelContext, route: Route, request: ModelRequest
 ) -> Admitted | list[NextStep]:
-    """Reserve the call, or what to publish instead (a later try, the turn's end, or nothing
-    when the step was taken over)."""
+    """Reserve the call, or what to publish after the turn ended for want of budget."""
     held = _reserve(rt, claim, ctx, route, request)
     if isinstance(held, Reservation):
         return Admitted(route, request, held)
-    if held.fits_once_settled and held.scope is not BudgetScope.SESSION:
-        return _wait(rt, claim, ctx)
     budget = rt.settings.llm_budget
     local = budget.local_provider
     if (
@@ -168,26 +162,6 @@ def reserve_more(
     cannot take it (no waiting, no local provider: the first answer stands)."""
     held = _reserve(rt, claim, ctx, route, request, call_no=1)
     return Admitted(route, request, held) if isinstance(held, Reservation) else None
-
-
-def _wait(rt: Runtime, claim: Claim, ctx: ModelContext) -> list[NextStep]:
-    """Give the step back for a moment: calls in flight hold the budget it needs."""
-    count_step(StepKind.MODEL, StepOutcome.DEFERRED)
-    with transaction(rt.db) as db:
-        deferred = step_store.defer_step(
-            db, claim.step_id, claim.attempt, delay_s=WAIT_FOR_SETTLE_S
-        )
-    if not deferred:
-        return []
-    return [
-        NextStep(
-            claim.step_id,
-            StepKind.MODEL,
-            countdown=WAIT_FOR_SETTLE_S,
-            turn_id=claim.turn_id,
-            session_id=ctx.session_id,
-        )
-    ]
 
 
 def _warn_local(rt: Runtime, claim: Claim, refusal: Refusal, local: str) -> None:
