@@ -136,3 +136,39 @@ def test_a_routed_turn_records_the_decision(gclient: Api, guarded: Guarded) -> N
     bodies = received(guarded.remote, tag)
     assert [b["model"] for b in bodies] == [route["model"]]
     assert turn["steps"][0]["model"] == route["model"]
+
+
+def test_a_tenant_in_local_only_mode_sends_nothing_to_a_remote_provider(
+    guarded: Guarded,
+) -> None:
+    from cortex_workers.admin import create_key
+    from cortex_workers.runtime import get_runtime
+    from cortex_workers.store.db import transaction
+    from cortex_workers.store.tenant_admin import set_overrides
+    from cortex_workers.vocabulary import LlmMode
+
+    name = f"local-tenant-{uuid.uuid4().hex[:8]}"
+    with guarded.api.as_tenant(create_key(name)) as client:
+        sid = client.create_session(provider="openai", model="gpt-4o")["id"]  # still normal
+        with transaction(get_runtime().db) as db:
+            assert set_overrides(db, name, {"mode": LlmMode.LOCAL_ONLY})
+        refused = client.http.post("/v1/sessions", json={"provider": "openai"})
+        assert refused.status_code == 422 and refused.json()["error"]["code"] == "local_only"
+        tag = uuid.uuid4().hex
+        turn = client.wait_turn(client.submit(sid, f"{tag} hello"))
+        assert turn["status"] == "failed" and turn["error"]["code"] == "local_only"
+        assert received(guarded.remote, tag) == []
+
+
+def test_providers_show_locality_capabilities_and_measured_latency(
+    gclient: Api, guarded: Guarded
+) -> None:
+    sid = gclient.create_session(provider="openai", model="gpt-4o")["id"]
+    assert gclient.wait_turn(gclient.submit(sid, f"{uuid.uuid4().hex} hi"))["status"] == "done"
+    providers = {p["name"]: p for p in gclient.http.get("/v1/providers").json()}
+    assert providers["openai"]["local"] is False and providers["ollama"]["local"] is True
+    catalog = {m["name"]: m for m in providers["openai"]["catalog"]}
+    assert catalog["gpt-4o"]["tier"] == "balanced" and "vision" in catalog["gpt-4o"]["capabilities"]
+    latency = {m["model"]: m for m in providers["openai"]["latency"]}
+    assert latency["gpt-4o"]["samples"] >= 1
+    assert 0 < latency["gpt-4o"]["p50_ms"] <= latency["gpt-4o"]["p95_ms"]
