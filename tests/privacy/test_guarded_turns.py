@@ -7,7 +7,7 @@ import json
 import uuid
 
 from privacy_support import REMOTE_KEY, Guarded, received, text_events
-from support import Api, stored_text, text_of
+from support import Api, stored_text, text_of, wait_until
 
 EMAIL = "ann.lee@example.com"
 CARD = "4111 1111 1111 1111"
@@ -172,3 +172,20 @@ def test_providers_show_locality_capabilities_and_measured_latency(
     latency = {m["model"]: m for m in providers["openai"]["latency"]}
     assert latency["gpt-4o"]["samples"] >= 1
     assert 0 < latency["gpt-4o"]["p50_ms"] <= latency["gpt-4o"]["p95_ms"]
+
+
+def test_summaries_are_redacted_too_and_stored_restored(gclient: Api, guarded: Guarded) -> None:
+    tag = uuid.uuid4().hex
+    sid = gclient.create_session(provider="openai", model="gpt-4o")["id"]
+    for i in range(6):  # past the test window of 8 messages: a summary folds the oldest
+        turn = gclient.wait_turn(gclient.submit(sid, f"{tag} turn {i}: write to {i}{EMAIL}"))
+        assert turn["status"] == "done"
+
+    def summary() -> str:
+        return str(gclient.http.get(f"/v1/sessions/{sid}").json()["summary"])
+
+    wait_until(lambda: summary() != "", timeout=30, interval=0.2, what="a summary")
+    bodies = received(guarded.remote, tag)
+    assert any("Summarize" in json.dumps(b["messages"]) for b in bodies)
+    assert all(EMAIL not in json.dumps(b) for b in bodies)
+    assert EMAIL in summary() and "[EMAIL_" not in summary()
