@@ -15,6 +15,20 @@ from ..vocabulary import ModelCapability, ModelTier
 from .routing import estimate_input_tokens
 
 
+KEYLESS_BUILTINS = frozenset({"scripted", "ollama"})
+"""Built-ins usable without any configuration: offered to the router only when configured."""
+
+
+def offered(rt: Runtime, name: str) -> bool:
+    """Whether the router may choose `name`: a provider needing no key (the scripted test
+    provider, a local Ollama) only when the deployment names or configures it."""
+    s = rt.settings
+    if name not in KEYLESS_BUILTINS:
+        return True
+    configured = name in s.llm_providers or (name == "ollama" and bool(s.ollama_base_url))
+    return configured or name == s.llm_provider or name in s.llm_fallback_providers
+
+
 def _pairs(rt: Runtime) -> list[tuple[str, str]]:
     """Every concrete provider:model: the catalog's exact names on configured providers, and
     each provider's default and fast models."""
@@ -28,7 +42,7 @@ def _pairs(rt: Runtime) -> list[tuple[str, str]]:
         for model in (registry.default_model(name), config.fast_model):
             if model:
                 pairs.append((name, model))
-    return list(dict.fromkeys(pairs))
+    return [p for p in dict.fromkeys(pairs) if offered(rt, p[0])]
 
 
 def candidates(rt: Runtime, *, cooling: Collection[str] = ()) -> list[Candidate]:
