@@ -14,7 +14,6 @@ from ..runtime import Runtime
 from ..vocabulary import ModelCapability, ModelTier
 from .routing import estimate_input_tokens
 
-
 KEYLESS_BUILTINS = frozenset({"scripted", "ollama"})
 """Built-ins usable without any configuration: offered to the router only when configured."""
 
