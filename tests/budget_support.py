@@ -8,8 +8,12 @@ import subprocess
 import uuid
 from dataclasses import dataclass
 
+from sqlalchemy import text
 from support import Api
 
+from cortex_workers.runtime import get_runtime
+from cortex_workers.store import new_turns, repo
+from cortex_workers.store.db import transaction
 from cortex_workers.vocabulary import LlmMode
 
 
@@ -59,3 +63,21 @@ def warm_up(api: Api, turns: int = 40) -> None:
             tids = list(pool.map(lambda sid: client.submit(sid, "warm up"), sids))
         for tid in tids:
             client.wait_turn(tid, timeout=120)
+
+
+def held_step(tenant_id: uuid.UUID) -> tuple[uuid.UUID, uuid.UUID, uuid.UUID]:
+    """A session with a started turn whose first step a live worker seems to hold."""
+    with transaction(get_runtime().db) as db:
+        session = repo.insert_session(db, tenant_id)
+        turn = new_turns.insert_turn(
+            db, tenant_id=tenant_id, session_id=session.id, start_timeout_s=600, content="x"
+        )
+        assert turn.first_step_id is not None
+        db.execute(
+            text(
+                "UPDATE steps SET status = 'leased', attempt = 1, "
+                "lease_until = now() + interval '10 minutes' WHERE id = :id"
+            ),
+            {"id": turn.first_step_id},
+        )
+        return session.id, turn.id, turn.first_step_id

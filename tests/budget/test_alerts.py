@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
 from datetime import UTC, datetime
 
 import pytest
-from budget_support import new_tenant
+from budget_support import held_step, new_tenant
 from sqlalchemy import text
 from support import Stack
 
@@ -16,32 +15,12 @@ from cortex_workers.budget import day_window, forever
 from cortex_workers.observability import metrics
 from cortex_workers.runtime import get_runtime
 from cortex_workers.store import budget as budget_store
-from cortex_workers.store import new_turns, repo
 from cortex_workers.store.budget import Alert, CallToReserve, ScopeLimit, Settlement
-from cortex_workers.store.db import transaction
 from cortex_workers.turns.spend import report_alerts
 from cortex_workers.vocabulary import BudgetScope
 
 LIMIT = 1_000_000
 CALL = 50_000  # 20 calls: exactly the limit; the 16th crosses 80 %
-
-
-def _held_step(tenant_id: uuid.UUID) -> tuple[uuid.UUID, uuid.UUID, uuid.UUID]:
-    """A session with a started turn whose first step a live worker seems to hold."""
-    with transaction(get_runtime().db) as db:
-        session = repo.insert_session(db, tenant_id)
-        turn = new_turns.insert_turn(
-            db, tenant_id=tenant_id, session_id=session.id, start_timeout_s=600, content="x"
-        )
-        assert turn.first_step_id is not None
-        db.execute(
-            text(
-                "UPDATE steps SET status = 'leased', attempt = 1, "
-                "lease_until = now() + interval '10 minutes' WHERE id = :id"
-            ),
-            {"id": turn.first_step_id},
-        )
-        return session.id, turn.id, turn.first_step_id
 
 
 def test_twenty_concurrent_settles_crossing_eighty_percent_alert_exactly_once(
@@ -51,7 +30,7 @@ def test_twenty_concurrent_settles_crossing_eighty_percent_alert_exactly_once(
     day = day_window(datetime.now(UTC), "UTC")
     held = []
     for _ in range(20):
-        session_id, turn_id, step_id = _held_step(tenant_id)
+        session_id, turn_id, step_id = held_step(tenant_id)
         call = CallToReserve(
             step_id=step_id,
             attempt=1,
