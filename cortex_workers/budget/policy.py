@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..errors import ConflictError, CortexError
 from ..budget_settings import BudgetSettings
+from ..errors import ConflictError, CortexError
 from ..vocabulary import BudgetScope
 from .money import micros_to_usd, usd_to_micros
 
