@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from support import Api, Event
@@ -20,6 +21,11 @@ class Guarded:
     """`openai`: a cloud provider (redacted, never called in local-only)."""
     local: Any
     """`ollama`: local."""
+    logs: Path
+    """The worker group's and the API's log files."""
+
+    def log_text(self) -> str:
+        return "".join(f.read_text(errors="replace") for f in sorted(self.logs.glob("*.log")))
 
 
 def received(fake: Any, tag: str) -> list[dict[str, Any]]:

@@ -69,7 +69,7 @@ def guarded(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     group.start("summarize")
     api, base = _start_api(env, logs / "api.log")
     try:
-        yield Guarded(Api(base), remote, local)
+        yield Guarded(Api(base), remote, local, logs)
     finally:
         os.killpg(api.pid, signal.SIGTERM)
         api.wait(15)

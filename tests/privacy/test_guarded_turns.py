@@ -37,6 +37,9 @@ def test_a_key_an_email_and_a_card_never_reach_the_provider_and_come_back_restor
     assert not any("[EMAIL" in t or "[CARD" in t for t in text_events(events))
     model_step = turn["steps"][0]
     assert model_step["redactions"] == {"provider_key": 1, "email": 1, "card": 1, "ticket": 1}
+    logs = guarded.log_text()
+    assert tag in logs or "run_model_step" in logs  # the workers did log this turn
+    assert not any(v in logs for v in (EMAIL, CARD, "TCK-123456"))
 
 
 def test_nothing_is_redacted_for_a_local_provider(gclient: Api, guarded: Guarded) -> None:
