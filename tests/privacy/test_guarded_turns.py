@@ -34,7 +34,8 @@ def test_a_key_an_email_and_a_card_never_reach_the_provider_and_come_back_restor
     assert text_of(events) == prompt
     assert stored_text(gclient.messages(sid), tid) == prompt
     assert turn["answer"] == prompt
-    assert not any("[EMAIL" in t or "[CARD" in t for t in text_events(events))
+    # the fake streams 6-character pieces: placeholders arrive split, and none shows
+    assert not any("[" in t or "]" in t for t in text_events(events))
     model_step = turn["steps"][0]
     assert model_step["redactions"] == {"provider_key": 1, "email": 1, "card": 1, "ticket": 1}
     logs = guarded.log_text()
