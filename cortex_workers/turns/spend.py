@@ -102,12 +102,14 @@ def scope_limits(
 def _reserve(
     rt: Runtime,
     claim: Claim,
-    ctx: ModelContext,
+    owner: tuple[uuid.UUID, uuid.UUID],
     route: Route,
     request: ModelRequest,
     *,
     call_no: int = 0,
 ) -> Reservation | Refusal:
+    """`owner`: the call's tenant and session."""
+    tenant_id, session_id = owner
     price = rt.providers.price(route.provider, route.model)
     config = rt.providers.configs.get(route.provider)
     estimate = estimate_call(
@@ -116,13 +118,13 @@ def _reserve(
         output_per_mtok=price.output_per_mtok,
         max_tokens=config.max_tokens if config is not None else 4096,
     )
-    money, session = scope_limits(rt, ctx.tenant_id, ctx.session_id, limits_for(rt, ctx.tenant_id))
+    money, session = scope_limits(rt, tenant_id, session_id, limits_for(rt, tenant_id))
     call = CallToReserve(
         step_id=claim.step_id,
         attempt=claim.attempt,
         turn_id=claim.turn_id,
-        tenant_id=ctx.tenant_id,
-        session_id=ctx.session_id,
+        tenant_id=tenant_id,
+        session_id=session_id,
         provider=route.provider,
         model=route.model,
         amount_micros=estimate.cost_micros_max,
@@ -138,7 +140,7 @@ def admit(
     rt: Runtime, claim: Claim, ctx: ModelContext, route: Route, request: ModelRequest
 ) -> Admitted | list[NextStep]:
     """Reserve the call, or what to publish after the turn ended for want of budget."""
-    held = _reserve(rt, claim, ctx, route, request)
+    held = _reserve(rt, claim, (ctx.tenant_id, ctx.session_id), route, request)
     if isinstance(held, Reservation):
         return Admitted(route, request, held)
     budget = rt.settings.llm_budget
@@ -160,7 +162,20 @@ def reserve_more(
 ) -> Admitted | None:
     """Reserve a second call of the same attempt (frugal's escalation); None when the budget
     cannot take it (no waiting, no local provider: the first answer stands)."""
-    held = _reserve(rt, claim, ctx, route, request, call_no=1)
+    held = _reserve(rt, claim, (ctx.tenant_id, ctx.session_id), route, request, call_no=1)
+    return Admitted(route, request, held) if isinstance(held, Reservation) else None
+
+
+def reserve_summary(
+    rt: Runtime,
+    claim: Claim,
+    owner: tuple[uuid.UUID, uuid.UUID],
+    route: Route,
+    request: ModelRequest,
+) -> Admitted | None:
+    """Reserve a summarize step's call (tenant and session in `owner`); None when the budget
+    cannot take it (the summary waits for a later turn's)."""
+    held = _reserve(rt, claim, owner, route, request)
     return Admitted(route, request, held) if isinstance(held, Reservation) else None
 
 

@@ -19,6 +19,7 @@ from ..store.models import Message as StoredMessage
 from ..store.models import Tenant
 from ..store.steps import Claim
 from ..vocabulary import LlmMode, StepKind
+from . import spend
 from .context import to_message
 from .guarded_call import summary_call
 from .leases import keeper
@@ -54,12 +55,14 @@ def run_summarize_step(step_id: uuid.UUID) -> list[NextStep]:
         while rest and rest[0].role == "tool":
             folded_upto.append(rest.pop(0))
         provider_name, model = rt.providers.resolve(session.provider, session.model)
-        previous, session_id = session.summary, session.id
+        previous, session_id, tenant_id = session.summary, session.id, session.tenant_id
         tenant = db.get(Tenant, session.tenant_id)
         tenant_mode = tenant.mode if tenant is not None else None
         mode = mode_in_force(rt.settings, tenant=tenant_mode, session=session.mode)
         routed = session.route is not None or model == AUTO
-    fold = Fold(folded_upto, start, previous, provider_name, model, session_id, mode, routed)
+    fold = Fold(
+        folded_upto, start, previous, provider_name, model, session_id, tenant_id, mode, routed
+    )
     with step_scope(claim, session_id=session_id):
         _summarize(rt, claim, fold)
     return []
@@ -75,6 +78,7 @@ class Fold:
     provider_name: str
     model: str
     session_id: uuid.UUID
+    tenant_id: uuid.UUID
     mode: LlmMode = LlmMode.NORMAL
     routed: bool = False
     """The session lets the router choose: its summaries go to the cheapest fast model."""
@@ -106,8 +110,20 @@ def _summarize(rt: Runtime, claim: Claim, fold: Fold) -> None:
         count_step(StepKind.SUMMARIZE, StepOutcome.FAILED)
         return
     route, request = guarded.route, guarded.request
-    with keeper(rt).hold(claim.step_id, claim.attempt), model_call(route, request) as call:
+    admitted = spend.reserve_summary(rt, claim, (fold.tenant_id, fold.session_id), route, request)
+    if admitted is None:  # no budget left: the summary waits for a later turn's
+        log.warning("summary of session %s skipped: budget_exhausted", fold.session_id)
+        with transaction(rt.db) as db:
+            step_store.finish_step(db, step_id, claim.attempt)
+        count_step(StepKind.SUMMARIZE, StepOutcome.FAILED)
+        return
+    with (
+        keeper(rt).hold(claim.step_id, claim.attempt),
+        spend.settling(rt, admitted) as bill,
+        model_call(route, request) as call,
+    ):
         completion = collect(rt.providers.get(route.provider).stream(request))
+        bill.paid(completion)
         price = rt.providers.price(route.provider, route.model)
         call.answered(completion, price.cost(completion.input_tokens, completion.output_tokens))
     with transaction(rt.db) as db:
