@@ -37,8 +37,12 @@ def first_call_estimate(
     provider, model = rt.providers.resolve(session.provider, session.model)
     price = rt.providers.price(provider, model)
     config = rt.providers.configs.get(provider)
+    try:
+        tools = tuple(rt.tools.specs(session.tools))
+    except ValueError:  # a tool gone since: the step will say so; estimate without tools
+        tools = ()
     return estimate_call(
-        ModelRequest(model=model, messages=messages, tools=tuple(rt.tools.specs(session.tools))),
+        ModelRequest(model=model, messages=messages, tools=tools),
         input_per_mtok=price.input_per_mtok,
         output_per_mtok=price.output_per_mtok,
         max_tokens=config.max_tokens if config is not None else 4096,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..budget import CallEstimate, estimate_call, micros_to_usd
-from ..errors import NotFound
+from ..errors import InvalidRequest, NotFound
 from ..messages import Message, ModelRequest
 from ..providers.registry import Route
 from ..runtime import Runtime
@@ -68,7 +68,12 @@ def _context(
         )
         history = [to_message(m) for m in earlier]
         tenant_mode = tenant_admin.overrides_of(db, session.tenant_id).mode
-    tools = rt.tools.specs(session.tools)
+    try:
+        tools = rt.tools.specs(session.tools)
+    except ValueError as exc:
+        raise InvalidRequest(
+            f"the session names a tool that is not registered: {exc}", code="tool_unknown"
+        ) from exc
     prompt = (
         session.system_prompt if session.system_prompt is not None else rt.settings.system_prompt
     )
