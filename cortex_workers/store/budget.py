@@ -99,22 +99,19 @@ _INSERT_RESERVATION = text(
     RETURNING id
     """
 )
-_ENSURE_COUNTER = text(
-    """
-    INSERT INTO budget_counters (scope, window_start, resets_at, limit_amount)
-    VALUES (:key, :start, :resets_at, :limit)
-    ON CONFLICT (scope, window_start) DO NOTHING
-    """
-)
 _TAKE = text(
     """
-    UPDATE budget_counters
-    SET reserved = reserved + :amount, limit_amount = :limit
-    WHERE scope = :key AND window_start = :start
-      AND (CAST(:limit AS BIGINT) IS NULL OR spent + reserved + :amount <= :limit)
-    RETURNING spent
+    INSERT INTO budget_counters AS c (scope, window_start, resets_at, limit_amount, reserved)
+    SELECT :key, :start, :resets_at, CAST(:limit AS BIGINT), :amount
+    WHERE CAST(:limit AS BIGINT) IS NULL OR :amount <= :limit
+    ON CONFLICT (scope, window_start) DO UPDATE
+    SET reserved = c.reserved + :amount, limit_amount = CAST(:limit AS BIGINT)
+    WHERE CAST(:limit AS BIGINT) IS NULL OR c.spent + c.reserved + :amount <= :limit
+    RETURNING c.spent
     """
 )
+"""The conditional update of one scope's counter (an upsert: the day's first call creates it):
+it takes the whole amount only if it fits under the limit in force, else changes nothing."""
 _READ_COUNTER = text(
     "SELECT spent, reserved FROM budget_counters WHERE scope = :key AND window_start = :start"
 )
@@ -122,13 +119,12 @@ _READ_COUNTER = text(
 
 def _take(conn: Connection, limit: ScopeLimit, amount: int) -> None:
     key = {"key": limit.key, "start": limit.window.start}
-    conn.execute(
-        _ENSURE_COUNTER, {**key, "resets_at": limit.window.resets_at, "limit": limit.limit}
-    )
-    taken = conn.execute(_TAKE, {**key, "amount": amount, "limit": limit.limit}).first()
+    params = {**key, "resets_at": limit.window.resets_at, "amount": amount, "limit": limit.limit}
+    taken = conn.execute(_TAKE, params).first()
     if taken is None:
         assert limit.limit is not None
-        spent, reserved = conn.execute(_READ_COUNTER, key).one()
+        current = conn.execute(_READ_COUNTER, key).first()
+        spent, reserved = (current.spent, current.reserved) if current is not None else (0, 0)
         raise _Refused(
             Refusal(limit.scope, limit.limit, spent, reserved, amount, limit.window.resets_at)
         )
