@@ -79,6 +79,11 @@ def test_the_budget_and_usage_views_show_what_was_spent(api: Api) -> None:
         budget = client.http.get("/v1/budget").json()
         usage = client.http.get("/v1/usage", params={"group_by": "user"}).json()
         by_model = client.http.get("/v1/usage", params={"group_by": "model"}).json()
+        by_day = client.http.get("/v1/usage", params={"group_by": "day"}).json()
+        by_session = client.http.get("/v1/usage", params={"group_by": "session"}).json()
+        period = {"from": "2000-01-01T00:00:00Z", "to": "2000-01-02T00:00:00Z"}
+        before = client.http.get("/v1/usage", params=period).json()
+        backwards = client.http.get("/v1/usage", params={"to": "2000-01-02T00:00:00Z"})
     tenant = next(s for s in budget["scopes"] if s["scope"] == "tenant")
     assert tenant["limit_usd"] == 5.0
     assert tenant["spent_usd"] == turn["cost_usd"] > 0
@@ -91,3 +96,7 @@ def test_the_budget_and_usage_views_show_what_was_spent(api: Api) -> None:
     assert usage["groups"][0]["input_tokens"] == turn["usage"]["input_tokens"]
     assert [g["key"] for g in by_model["groups"]] == ["openai:gpt-4o"]
     assert usage["total"]["output_tokens"] == turn["usage"]["output_tokens"]
+    assert [g["key"] for g in by_day["groups"]] == [budget["day_start"][:10]]
+    assert [g["key"] for g in by_session["groups"]] == [sid]
+    assert before["groups"] == [] and before["total"]["calls"] == 0
+    assert backwards.status_code == 422  # `to` before today's start
