@@ -121,7 +121,7 @@ def preview_call(
         request=with_note(request, route.model) if full is not None else request,
         decision=decision,
         restore=redacted.restore if redacted and rt.settings.llm_privacy.restore else {},
-        redactions=redacted.counts if redacted is not None else None,
+        redactions=redacted.counts if redacted is not None and redacted.counts else None,
         full=full,
         full_request=replace(request, model=full.model) if full is not None else None,
     )
