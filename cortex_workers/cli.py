@@ -1,4 +1,4 @@
-"""The `cortex-workers` command: dev, api, worker, beat, flower, status, migrate, keys create,
+"""The `cortex-workers` command: dev, api, worker, beat, flower, status, migrate, keys, tenants,
 chat.
 
 Process commands refer to the composition root by string (`config.asgi:app`,
@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import monitor
+from . import monitor, tenant_commands
 from .admin import check_config, create_key, migrate, use_embedded_if_unset, use_running_if_unset
 from .observability.logs import LogFormat, configure_logging, log_format_from_env
 from .queues import QUEUES, Queue
@@ -287,13 +287,18 @@ def build_parser() -> argparse.ArgumentParser:
     add_chat_arguments(chat)
     chat.set_defaults(func=cmd_chat)
 
+    _add_keys_and_tenants(sub)
+    return parser
+
+
+def _add_keys_and_tenants(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     keys = sub.add_parser("keys", help="API keys")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     create = keys_sub.add_parser("create", help="print a new API key for a tenant")
     create.add_argument("--tenant", required=True)
     _add_data_dir(create)
     create.set_defaults(func=cmd_keys_create)
-    return parser
+    tenant_commands.add_commands(sub, keys_sub, _add_data_dir)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

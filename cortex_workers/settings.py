@@ -30,6 +30,8 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from .budget_settings import BudgetSettings
+
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "cortex.toml"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
@@ -117,6 +119,9 @@ LLM_TABLE_KEYS = {
     "cooldown_after_failures": "llm_cooldown_after_failures",
     "cooldown": "llm_cooldown_s",
     "rate_limit_max_wait": "llm_rate_wait_max_s",
+    "budget": "llm_budget",
+    "mode": "llm_mode",
+    "privacy": "llm_privacy",
 }
 """`[llm]` keys of the config file (docs/configuration.md) and the settings fields they fill."""
 
@@ -175,6 +180,9 @@ class ProviderSettings(BaseModel):
     deployment: OptionalText = None
     native_tools: bool = True
     no_tools_models: list[str] = Field(default_factory=list)
+    local: bool | None = None
+    """Whether calls stay on this machine or network (mode `local-only`, redaction); None:
+    `ollama` and OpenAI-compatible servers on a loopback or private address are local."""
 
 
 class ModelSettings(BaseModel):
@@ -189,6 +197,9 @@ class ModelSettings(BaseModel):
     native_tools: bool | None = None
     backup: OptionalText = None
     """Another model to use when this one keeps failing (may be on another provider)."""
+    capabilities: list[Literal["tools", "vision", "json", "long_context", "reasoning"]] | None = (
+        None
+    )
 
 
 class RateLimitSettings(BaseModel):
@@ -197,6 +208,27 @@ class RateLimitSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     rpm: int | None = Field(default=None, ge=1)
     tpm: int | None = Field(default=None, ge=1)
+
+
+LlmModeName = Literal["normal", "frugal", "local-only"]
+
+
+class PrivacySettings(BaseModel):
+    """`[llm.privacy]`: what is replaced before a call to a non-local provider."""
+
+    model_config = ConfigDict(extra="forbid")
+    redact_secrets: bool = True
+    redact_pii: bool = False
+    restore: bool = True
+    """Put the original values back into the model's answer."""
+    local_only: bool = False
+    """The same as `[llm] mode = "local-only"`."""
+    patterns: dict[str, str] = Field(default_factory=dict)
+    """Operator patterns: kind name -> regular expression."""
+    timeout: Duration = Field(default=2.0, gt=0)
+    """A redaction taking longer fails the step (`redaction_failed`)."""
+    phone_region: str = "US"
+    """How phone numbers written without a country code are read."""
 
 
 class Settings(BaseSettings):
@@ -238,6 +270,11 @@ class Settings(BaseSettings):
     """Celery's per-worker-process rate limit of model steps, e.g. "600/m" (none by default)."""
     llm_rate_wait_max_s: Duration = Field(default=2.0, ge=0)
     """A step that must wait longer than this for a rate limit re-queues itself instead."""
+    llm_budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    llm_mode: LlmModeName = Field(
+        default="normal", validation_alias=AliasChoices("LLM_MODE", "CORTEX_LLM_MODE")
+    )
+    llm_privacy: PrivacySettings = Field(default_factory=PrivacySettings)
 
     # Provider secrets and endpoints from the environment (they override the config file).
     openai_api_key: OptionalSecret = Field(default=None, validation_alias="OPENAI_API_KEY")

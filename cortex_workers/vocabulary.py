@@ -140,3 +140,77 @@ class BatchStatus(StrEnum):
 
     RUNNING = "running"
     COMPLETED = "completed"
+
+
+class LlmMode(StrEnum):
+    """How freely model calls may be made, from the least to the most strict."""
+
+    NORMAL = "normal"
+    FRUGAL = "frugal"
+    LOCAL_ONLY = "local-only"
+
+
+class ModelTier(StrEnum):
+    """A model's class in the catalog (`auto` only in a route request: the router decides)."""
+
+    FAST = "fast"
+    BALANCED = "balanced"
+    DEEP = "deep"
+    AUTO = "auto"
+
+
+class ModelCapability(StrEnum):
+    """What a model can do, as the catalog says and a route request may require."""
+
+    TOOLS = "tools"
+    VISION = "vision"
+    JSON = "json"
+    LONG_CONTEXT = "long_context"
+    REASONING = "reasoning"
+
+
+class RouteRejection(StrEnum):
+    """Why the router passed over a candidate model."""
+
+    MODE = "mode"
+    PRIVACY = "privacy"
+    UNAVAILABLE = "unavailable"
+    CAPABILITIES = "capabilities"
+    CONTEXT = "context"
+    COST = "cost"
+    LATENCY = "latency"
+    TIER = "tier"
+
+
+class RedactionKind(StrEnum):
+    """What a redaction placeholder stands for (operator patterns add their own names)."""
+
+    PROVIDER_KEY = "provider_key"
+    PRIVATE_KEY = "private_key"
+    CLOUD_TOKEN = "cloud_token"
+    VCS_TOKEN = "vcs_token"
+    API_TOKEN = "api_token"
+    JWT = "jwt"
+    PASSWORD = "password"
+    EMAIL = "email"
+    PHONE = "phone"
+    CARD = "card"
+    IBAN = "iban"
+    IP = "ip"
+    SSN = "ssn"
+
+
+class ReservationStatus(StrEnum):
+    """A budget reservation: held while its model call runs, then settled to what it cost."""
+
+    RESERVED = "reserved"
+    SETTLED = "settled"
+
+
+class BudgetScope(StrEnum):
+    """What a budget limit applies to: every tenant together, one tenant (both per day), or one
+    session (its token cap, for its whole life)."""
+
+    GLOBAL = "global"
+    TENANT = "tenant"
+    SESSION = "session"

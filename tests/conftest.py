@@ -123,6 +123,8 @@ FAKE_MODELS = {
     "gpt-fallback-test": {"provider": "openai", "backup": "claude-backup-test"},
     "claude-backup-test": {"provider": "anthropic"},
     "gpt-limited-test": {"provider": "openai"},
+    # a call's 4096 output tokens at most cost exactly $0.30 (73.2421875 * 4096 = 300000 µ$)
+    "gpt-budget-test": {"provider": "openai", "input_per_mtok": 0, "output_per_mtok": 73.2421875},
 }
 FAKE_RATE_LIMITS = {"openai:gpt-limited-test": {"rpm": 2}}
 

@@ -20,7 +20,9 @@ from cortex_workers.vocabulary import (
     DecisionKind,
     DeliveryStatus,
     JobStatus,
+    LlmMode,
     ProposalStatus,
+    ReservationStatus,
     StepKind,
     StepStatus,
     ToolCallStatus,
@@ -43,6 +45,9 @@ CHECKED: dict[tuple[str, str], type[enum.Enum]] = {
     ("webhook_deliveries", "status"): DeliveryStatus,
     ("jobs", "status"): JobStatus,
     ("batches", "status"): BatchStatus,
+    ("tenants", "mode"): LlmMode,
+    ("sessions", "mode"): LlmMode,
+    ("budget_reservations", "status"): ReservationStatus,
 }
 ARRAYS: dict[tuple[str, str], type[enum.Enum]] = {("webhooks", "events"): WebhookEventType}
 """Array columns whose every element is one of the enum's values."""

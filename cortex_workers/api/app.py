@@ -19,6 +19,7 @@ from . import errors
 from .limits import BodySizeLimit
 from .redaction import install_log_redaction
 from .routes import (
+    budget,
     compat,
     events,
     jobs,
@@ -103,8 +104,8 @@ def create_app() -> FastAPI:
     )
     errors.install(app)
     install_log_redaction()
-    routers = (sessions, tokens, turns, events, proposals, jobs, webhooks, meta, metrics, compat)
-    for module in routers:
+    routers = (sessions, tokens, turns, events, proposals, jobs, webhooks, meta, metrics, budget)
+    for module in (*routers, compat):
         app.include_router(module.router)
     ui.mount(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.request_max_bytes)

@@ -14,6 +14,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 
+from ..budget import BudgetExhausted, UserRateLimited
 from ..errors import ConflictError, CortexError, InvalidRequest, NotFound
 
 log = logging.getLogger(__name__)
@@ -21,6 +22,7 @@ log = logging.getLogger(__name__)
 STATUS_CODES = {
     400: "bad_request",
     401: "unauthorized",
+    402: "payment_required",
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
@@ -93,6 +95,16 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RateLimited)
     async def _rate_limited(_: Request, exc: RateLimited) -> JSONResponse:
+        return error_response(
+            429, exc.code, exc.message, exc.details, headers={"Retry-After": str(exc.retry_after_s)}
+        )
+
+    @app.exception_handler(BudgetExhausted)
+    async def _budget(_: Request, exc: BudgetExhausted) -> JSONResponse:
+        return error_response(402, exc.code, exc.message, exc.details)
+
+    @app.exception_handler(UserRateLimited)
+    async def _user_rate(_: Request, exc: UserRateLimited) -> JSONResponse:
         return error_response(
             429, exc.code, exc.message, exc.details, headers={"Retry-After": str(exc.retry_after_s)}
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -16,9 +16,11 @@ from pydantic import (
 )
 
 from ..providers.scripted import ScriptReply
+from ..routing import RouteSpec
 from ..turns.sessions import SessionSpec
 from ..turns.submit import IfBusy
 from ..vocabulary import (
+    LlmMode,
     ProposalStatus,
     StepKind,
     StepStatus,
@@ -85,6 +87,22 @@ class SessionCreate(StorableBody):
         default_factory=dict,
         description="Free-form; `metadata.script` drives the scripted provider.",
     )
+    user: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="The end user's id in your system: per-user limits and usage use it.",
+    )
+    mode: LlmMode | None = Field(
+        default=None,
+        description="`normal`, `frugal` or `local-only`; only a stricter mode than the "
+        "configuration's or the tenant's takes effect.",
+    )
+    route: RouteSpec | None = Field(
+        default=None,
+        description='Let the router choose the model (also `model: "auto"`): tier, '
+        "max_cost_usd, latency_sla_ms, capabilities.",
+    )
 
     @field_validator("metadata")
     @classmethod
@@ -113,6 +131,9 @@ class SessionCreate(StorableBody):
             model=self.model,
             tools=self.tools,
             metadata=self.metadata,
+            user=self.user,
+            mode=self.mode,
+            route=self.route,
         )
 
 
@@ -141,6 +162,9 @@ class SessionOut(BaseModel):
     model: str
     tools: list[str] | None
     metadata: dict[str, Any]
+    user: str | None = None
+    mode: LlmMode | None = None
+    route: dict[str, Any] | None = None
     summary: str
     summary_upto_seq: int
     active_turn: ActiveTurn | None
@@ -155,6 +179,29 @@ class TurnCreate(StorableBody):
 
     content: str = Field(min_length=1, max_length=MAX_TEXT)
     if_busy: IfBusy = "enqueue"
+    user: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="This turn's end user, when not the session's.",
+    )
+    model: Literal["auto"] | None = Field(
+        default=None, description='`"auto"`: the router chooses this turn\'s model.'
+    )
+    route: RouteSpec | None = Field(
+        default=None, description="This turn's route request (else the session's)."
+    )
+    dry_run: bool = Field(
+        default=False,
+        description="Answer 200 with the route, the estimate, whether it fits the budget and "
+        "what would be redacted; nothing is stored, reserved or sent.",
+    )
+
+    def route_request(self) -> dict[str, Any] | None:
+        """The turn's route request as stored (`model: "auto"` alone: tier `auto`)."""
+        if self.route is not None:
+            return self.route.model_dump(mode="json")
+        return RouteSpec().model_dump(mode="json") if self.model == "auto" else None
 
 
 class TurnAccepted(BaseModel):
@@ -181,6 +228,14 @@ class StepOut(BaseModel):
     cost_usd: float
     latency_ms: int | None
     error: dict[str, Any] | None
+    route: dict[str, Any] | None = Field(
+        default=None,
+        description="The router's decision: provider, model, tier, reason, rejected "
+        "candidates with why, fallbacks (and a frugal escalation).",
+    )
+    redactions: dict[str, int] | None = Field(
+        default=None, description="Values replaced before the call, counted per kind."
+    )
 
 
 class ToolCallOut(BaseModel):
@@ -249,6 +304,20 @@ class RateLimitOut(BaseModel):
     tpm: int | None
 
 
+class CatalogModelOut(BaseModel):
+    name: str = Field(description="A model name or pattern of the catalog.")
+    tier: str | None
+    capabilities: list[str]
+    context: int | None
+
+
+class LatencyOut(BaseModel):
+    model: str
+    p50_ms: float
+    p95_ms: float
+    samples: int = Field(description="Recent calls measured (the last 200 at most).")
+
+
 class ProviderOut(BaseModel):
     name: str
     kind: str
@@ -264,6 +333,16 @@ class ProviderOut(BaseModel):
         description="Set while the provider is skipped after repeated failures."
     )
     rate_limits: list[RateLimitOut]
+    local: bool = Field(
+        default=False,
+        description="Calls stay local: mode local-only may use it, and nothing is redacted.",
+    )
+    catalog: list[CatalogModelOut] = Field(
+        default_factory=list, description="Tier, capabilities and context of its models."
+    )
+    latency: list[LatencyOut] = Field(
+        default_factory=list, description="Measured on real calls, per model."
+    )
 
 
 class ToolOut(BaseModel):

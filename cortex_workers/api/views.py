@@ -41,6 +41,9 @@ def session_out(rt: Runtime, db: Db, session: Session) -> SessionOut:
         model=model,
         tools=session.tools,
         metadata=session.metadata_ or {},
+        user=session.user,
+        mode=session.mode,
+        route=session.route,
         summary=session.summary,
         summary_upto_seq=session.summary_upto_seq,
         active_turn=ActiveTurn(id=running.id, seq=running.seq, status=running.status)
@@ -95,6 +98,8 @@ def turn_out(db: Db, turn: Turn) -> TurnOut:
             cost_usd=float(s.cost_usd),
             latency_ms=s.latency_ms,
             error=s.error,
+            route=s.route,
+            redactions=s.redactions,
         )
         for s in step_store.steps_of_turn(db, turn.id)
     ]

@@ -109,6 +109,11 @@ TOOL_DURATION = Histogram(
 RECONCILER_ACTIONS = Counter(
     "cortex_reconciler_actions", "Repairs made by the reconciler, by action.", ["action"]
 )
+BUDGET_ALERTS = Counter(
+    "cortex_budget_alerts",
+    "Budget alerts fired (once per scope and window), by scope: global or tenant.",
+    ["scope"],
+)
 SSE_CONNECTIONS = Gauge(
     "cortex_sse_connections",
     "Open server-sent-event connections, by stream.",
@@ -186,6 +191,11 @@ def count_tool_call(tool: str, severity: str, seconds: float) -> None:
     """A run of `tool` ended with `severity` after `seconds`."""
     TOOL_CALLS.labels(str(tool), str(severity)).inc()
     TOOL_DURATION.labels(str(tool)).observe(seconds)
+
+
+def count_budget_alert(scope: str) -> None:
+    """A budget scope's spend crossed `alert_at_pct` of its limit (once per window)."""
+    BUDGET_ALERTS.labels(scope).inc()
 
 
 def count_reconciler_action(action: str, n: int = 1) -> None:

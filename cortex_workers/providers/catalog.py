@@ -1,4 +1,5 @@
-"""The model catalog: provider, context size, tier and price of a model name or pattern."""
+"""The model catalog: provider, context size, tier, capabilities and price of a model name or
+pattern."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ class ModelInfo:
     """None: unknown price (costed at 0)."""
     native_tools: bool | None
     backup: str | None
+    capabilities: frozenset[str] = frozenset()
+    """`tools`, `vision`, `json`, `long_context`, `reasoning` (what the router may require)."""
 
 
 def _info(pattern: str, entry: ModelSettings) -> ModelInfo:
@@ -33,7 +36,14 @@ def _info(pattern: str, entry: ModelSettings) -> ModelInfo:
     if entry.input_per_mtok is not None and entry.output_per_mtok is not None:
         price = ModelPrice(entry.input_per_mtok, entry.output_per_mtok)
     return ModelInfo(
-        pattern, entry.provider, entry.context, entry.tier, price, entry.native_tools, entry.backup
+        pattern,
+        entry.provider,
+        entry.context,
+        entry.tier,
+        price,
+        entry.native_tools,
+        entry.backup,
+        frozenset(entry.capabilities or ()),
     )
 
 

@@ -31,6 +31,8 @@ class ProviderConfig:
     """Model name patterns (fnmatch) without native tool support on this provider."""
     free: bool = False
     """Costs nothing (local servers such as Ollama)."""
+    local: bool | None = None
+    """Calls stay local (`providers.locality.is_local` decides when None)."""
     extra_headers: dict[str, str] = field(default_factory=dict)
 
     def missing(self) -> str | None:

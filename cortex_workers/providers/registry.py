@@ -92,6 +92,7 @@ def _from_table(table: ProviderSettings) -> dict[str, Any]:
         "api_version": table.api_version,
         "native_tools": table.native_tools,
         "no_tools_models": tuple(table.no_tools_models),
+        "local": table.local,
         "api_key": table.api_key.get_secret_value() if table.api_key else None,
     }
     return {k: v for k, v in values.items() if v is not None}

@@ -19,7 +19,14 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 
 from ..vocabulary import StepKind, StepStatus, TurnStatus
 from .db import Executor
-from .models import messages_table, sessions_table, steps_table, tool_calls_table, turns_table
+from .models import (
+    Tenant,
+    messages_table,
+    sessions_table,
+    steps_table,
+    tool_calls_table,
+    turns_table,
+)
 from .replies import ToolCallDoc
 from .sql import Precompiled, const
 
@@ -106,6 +113,11 @@ class ModelStepView:
     history: list[HistoryEntry]
     """The messages the model sees, oldest first: the last `window` after the summary, and
     always the whole turn."""
+    session_mode: str | None = None
+    tenant_mode: str | None = None
+    session_route: dict[str, Any] | None = None
+    turn_route: dict[str, Any] | None = None
+    """The route requests of the session and of the turn (`routing.RouteSpec`), if any."""
 
     @classmethod
     def of(cls, row: Any) -> ModelStepView:
@@ -124,6 +136,10 @@ class ModelStepView:
             user_seq=row.user_seq,
             parent_step_no=row.parent_step_no,
             history=row.history or [],
+            session_mode=row.session_mode,
+            tenant_mode=row.tenant_mode,
+            session_route=row.session_route,
+            turn_route=row.turn_route,
         )
 
 
@@ -279,6 +295,10 @@ def _with_view(step: Any) -> Any:
         .scalar_subquery()
         .label("parent_step_no"),
         history.label("history"),
+        ss.mode.label("session_mode"),
+        select(Tenant.mode).where(Tenant.id == ss.tenant_id).scalar_subquery().label("tenant_mode"),
+        ss.route.label("session_route"),
+        _t.route.label("turn_route"),
     ).select_from(
         step.join(turns_table, _t.id == c.turn_id).join(sessions_table, ss.id == _t.session_id)
     )

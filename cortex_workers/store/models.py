@@ -35,6 +35,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from ..vocabulary import (
     DecisionKind,
+    LlmMode,
     ProposalStatus,
     StepKind,
     StepStatus,
@@ -86,9 +87,15 @@ def _now() -> Mapped[datetime]:
 
 class Tenant(Base):
     __tablename__ = "tenants"
+    __table_args__ = (one_of("mode", LlmMode, table="tenants"),)
     id: Mapped[uuid.UUID] = _pk()
     name: Mapped[str] = mapped_column(String(200), unique=True)
     created_at: Mapped[datetime] = _now()
+    # Overrides of `[llm.budget]` and `[llm] mode` (None: the configured value).
+    daily_usd_limit_micros: Mapped[int | None] = mapped_column(BigInteger)
+    per_user_hourly_limit: Mapped[int | None] = mapped_column(Integer)
+    session_token_cap: Mapped[int | None] = mapped_column(BigInteger)
+    mode: Mapped[LlmMode | None] = mapped_column()
 
 
 class ApiKey(Base):
@@ -99,10 +106,13 @@ class ApiKey(Base):
     key_hash: Mapped[str] = mapped_column(String(128), unique=True)
     created_at: Mapped[datetime] = _now()
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """Recorded at most once a minute per key."""
 
 
 class Session(Base):
     __tablename__ = "sessions"
+    __table_args__ = (one_of("mode", LlmMode, table="sessions"),)
     id: Mapped[uuid.UUID] = _pk()
     tenant_id: Mapped[uuid.UUID] = mapped_column(
         ForeignKey("tenants.id", ondelete="CASCADE"), index=True
@@ -113,6 +123,11 @@ class Session(Base):
     model: Mapped[str | None] = mapped_column(String(200))
     tools: Mapped[list[Any] | None] = mapped_column(JSONB)
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, default=dict)
+    user: Mapped[str | None] = mapped_column(String(200))
+    """The end user in the caller's system (per-user limits and usage are keyed by it)."""
+    mode: Mapped[LlmMode | None] = mapped_column()
+    route: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    """The session's route request (tier, cost ceiling, latency SLA, capabilities)."""
     summary: Mapped[str] = mapped_column(Text, default="", server_default="")
     summary_upto_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     last_message_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
@@ -152,6 +167,10 @@ class Turn(Base):
     content: Mapped[str] = mapped_column(Text)
     idempotency_key: Mapped[str | None] = mapped_column(String(200))
     request_hash: Mapped[str | None] = mapped_column(String(64))
+    user: Mapped[str | None] = mapped_column(String(200))
+    """The end user of this turn (else the session's)."""
+    route: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    """The turn's own route request, when it gives one."""
     traceparent: Mapped[str | None] = mapped_column(String(64))
     """The W3C traceparent of the API request that created the turn (None when tracing was
     off): its steps' spans are children of it, so the turn is one trace."""
@@ -207,6 +226,10 @@ class Step(Base):
     cost_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), default=0, server_default="0")
     latency_ms: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    route: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    """The router's decision (model, provider, tier, reason, rejected candidates, fallbacks)."""
+    redactions: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    """Values replaced before the call, counted per kind (never the values)."""
     created_at: Mapped[datetime] = _now()
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -322,3 +345,7 @@ steps_table = cast(Table, Step.__table__)
 messages_table = cast(Table, Message.__table__)
 decisions_table = cast(Table, Decision.__table__)
 tool_calls_table = cast(Table, ToolCallRow.__table__)
+
+
+# Budget tables are declared in their own module, on the same metadata.
+from . import budget_models as budget_models  # noqa: E402

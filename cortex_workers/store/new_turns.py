@@ -40,6 +40,8 @@ class TurnParams(LockParams):
     idempotency_key: str | None
     request_hash: str | None
     traceparent: str | None
+    user: str | None
+    route: dict[str, Any] | None
 
 
 class StartedTurnParams(TurnParams):
@@ -118,6 +120,8 @@ def _rows(numbered: Any, *, starts: bool) -> dict[Table, dict[str, Any]]:
         "idempotency_key": bindparam("idempotency_key", type_=_tt.idempotency_key.type),
         "request_hash": bindparam("request_hash", type_=_tt.request_hash.type),
         "traceparent": bindparam("traceparent", type_=_tt.traceparent.type),
+        "user": bindparam("user", type_=_tt.user.type),
+        "route": bindparam("route", type_=_tt.route.type),
     }
     if not starts:
         return {turns_table: turn}
@@ -232,6 +236,8 @@ def start_turn_if_idle(
     content: str,
     request_hash: str | None = None,
     traceparent: str | None = None,
+    user: str | None = None,
+    route: dict[str, Any] | None = None,
 ) -> StartOutcome:
     """Store a turn that starts at once, with its user message and first model step, if the
     tenant's session has no active turn: one statement that commits on its own (see
@@ -244,6 +250,8 @@ def start_turn_if_idle(
         idempotency_key=None,
         request_hash=request_hash,
         traceparent=traceparent,
+        user=user,
+        route=route,
         timeout=timedelta(seconds=timeout_s),
         message_id=uuid.uuid4(),
         step_id=uuid.uuid4(),
@@ -274,6 +282,8 @@ def insert_turn(
     idempotency_key: str | None = None,
     request_hash: str | None = None,
     traceparent: str | None = None,
+    user: str | None = None,
+    route: dict[str, Any] | None = None,
 ) -> NewTurn:
     """Number and store a turn, in one round trip: started at once, with its user message
     and first model step, when `start_timeout_s` is given, else queued. Caller holds the
@@ -286,6 +296,8 @@ def insert_turn(
         idempotency_key=idempotency_key,
         request_hash=request_hash,
         traceparent=traceparent,
+        user=user,
+        route=route,
     )
     if start_timeout_s is None:
         counters = _INSERT_TURN[False].one(db, queued)

@@ -26,7 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
-from ..vocabulary import TurnStatus
+from ..vocabulary import LlmMode, TurnStatus
 from .models import (
     Message,
     Session,
@@ -88,8 +88,14 @@ def insert_session(
     model: str | None = None,
     tools: list[str] | None = None,
     metadata_: dict[str, Any] | None = None,
+    user: str | None = None,
+    mode: LlmMode | None = None,
+    route: dict[str, Any] | None = None,
 ) -> Session:
     row = Session(
+        user=user,
+        mode=mode,
+        route=route,
         tenant_id=tenant_id,
         name=name,
         system_prompt=system_prompt,

@@ -9,10 +9,13 @@ from typing import Any, Protocol, cast
 
 from ..errors import TerminalError
 from ..messages import Message, Role, ToolCall, ToolSpec
+from ..routing import RouteSpec
 from ..runtime import Runtime
 from ..store import claims
 from ..store.claims import Claim, HistoryEntry, ModelStepView
 from ..store.db import Executor
+from ..vocabulary import LlmMode
+from .modes import mode_in_force, route_spec
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +34,10 @@ class ModelContext:
     """This step's position among the turn's model steps, from 1."""
     parent_step_no: int | None
     """The previous model step of the turn, whose tool results this step reads."""
+    mode: LlmMode = LlmMode.NORMAL
+    """The mode in force: the strictest of the configuration's, the tenant's and the session's."""
+    route: RouteSpec | None = None
+    """The turn's or session's route request (`model: "auto"` alone: the default request)."""
 
 
 UNTRUSTED_NOTE = (
@@ -159,6 +166,8 @@ def load_model_context(
         script=tuple(script) if script else None,
         depth=view.model_steps + 1,
         parent_step_no=view.parent_step_no if claim.parent_step_id is not None else None,
+        mode=mode_in_force(rt.settings, tenant=view.tenant_mode, session=view.session_mode),
+        route=route_spec(view.turn_route, view.session_route, model=view.model),
     )
 
 

@@ -13,10 +13,8 @@ from ..errors import RetryableError, TerminalError
 from ..messages import (
     AssistantMessage,
     Completion,
-    CompletionBuilder,
     ModelRequest,
     StepRestart,
-    TextDelta,
     Token,
     ToolCallRequested,
 )
@@ -30,13 +28,16 @@ from ..store.db import autocommit, autocommit_connection, transaction
 from ..store.steps import Claim
 from ..streaming import StepStream, emit_batch_event, tool_results_emitted
 from ..vocabulary import StepKind, ToolCallStatus
+from . import spend
 from .context import ModelContext, load_model_context
 from .events import tool_result_of
 from .finish import commit_completion, record_model_call
+from .guarded_call import CallPlan, plan_call, rerouted
+from .guarded_stream import Answered, Sink, stream_answer
 from .leases import Lease, keeper
 from .lifecycle import announce, fail_turn
-from .observe import StepOutcome, count_step, model_call, step_scope
-from .routing import pick_route, provider_for, record_output_tokens, take_rate_limit
+from .observe import StepOutcome, count_step, step_scope
+from .routing import record_output_tokens, take_rate_limit
 from .steps import NextStep
 
 log = logging.getLogger(__name__)
@@ -82,11 +83,7 @@ def _run_claimed(rt: Runtime, claim: Claim, ctx: ModelContext, lease: Lease) -> 
     """Route the step, wait out a rate limit, stream the completion (past the depth cap, the
     notice instead), then store it and decide what comes next."""
     depth_exceeded = ctx.depth > rt.settings.max_depth
-    route = (
-        Route(ctx.provider, ctx.model)
-        if depth_exceeded
-        else pick_route(rt, ctx, attempt=claim.attempt)
-    )
+    route = Route(ctx.provider, ctx.model)
     request = ModelRequest(
         model=route.model,
         messages=ctx.messages,
@@ -96,17 +93,34 @@ def _run_claimed(rt: Runtime, claim: Claim, ctx: ModelContext, lease: Lease) -> 
         call_index=claim.call_index or 0,
         attempt=claim.attempt,
     )
+    admitted: spend.Admitted | None = None
+    plan: CallPlan | None = None
     if not depth_exceeded:
+        try:  # the route, the mode and redaction (which fails closed: nothing is sent)
+            plan = plan_call(rt, claim, ctx, request)
+        except Exception as exc:
+            return _on_failure(rt, claim, ctx, route, exc)
+        route, request = plan.route, plan.request
         deferred = _defer_if_rate_limited(rt, claim, route, request)
         if deferred is not None:
             return deferred
+        outcome = spend.admit(rt, claim, ctx, route, request)  # reserve its maximum cost
+        if isinstance(outcome, list):
+            return outcome  # no budget: it waits, or the turn ended
+        admitted = outcome
+        route, request = admitted.route, admitted.request
     stream = _open_stream(rt, claim, ctx)
     started = time.monotonic()
     try:
-        if depth_exceeded:
+        if admitted is None:
             completion = _stream_text(stream, claim, DEPTH_NOTICE.format(cap=rt.settings.max_depth))
         else:
-            completion = _stream_completion(rt, route, request, claim, stream, lease)
+            assert plan is not None
+            plan = rerouted(plan, route, request)  # the budget may have sent it elsewhere
+            with spend.settling(rt, admitted) as bill:  # at its real cost, or the reserved one
+                answered = _stream_completion(rt, claim, ctx, plan, stream, lease)
+                completion, route = answered.completion, answered.route
+                bill.paid(*answered.first_call)
     except Interrupted:
         return []
     except Exception as exc:
@@ -194,27 +208,16 @@ def _stream_text(stream: StepStream, claim: Claim, text: str) -> Completion:
 
 
 def _stream_completion(
-    rt: Runtime,
-    route: Route,
-    request: ModelRequest,
-    claim: Claim,
-    stream: StepStream,
-    lease: Lease,
-) -> Completion:
-    provider = provider_for(rt, route, request)
-    out = CompletionBuilder()
-    with model_call(route, request) as call:
-        for event in provider.stream(request):
-            _check(lease)
-            out.add(event)
-            if isinstance(event, TextDelta):
-                call.first_token()
-                if not stream.emit(Token(text=event.text, step=claim.step_no)):
-                    raise Interrupted("a newer attempt owns this step")
-        completion = out.completion
-        price = rt.providers.price(route.provider, route.model)
-        call.answered(completion, price.cost(completion.input_tokens, completion.output_tokens))
-    return completion
+    rt: Runtime, claim: Claim, ctx: ModelContext, plan: CallPlan, stream: StepStream, lease: Lease
+) -> Answered:
+    def emit(text: str) -> None:
+        if not stream.emit(Token(text=text, step=claim.step_no)):
+            raise Interrupted("a newer attempt owns this step")
+
+    def restart() -> None:  # frugal's escalation withdraws the fast model's text
+        stream.emit(StepRestart(step=claim.step_no, attempt=claim.attempt))
+
+    return stream_answer(rt, claim, ctx, plan, Sink(emit, lambda: _check(lease), restart))
 
 
 def _repair_tool_results(rt: Runtime, ctx: ModelContext, claim: Claim) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ..observability.metrics import count_reconciler_action
 from ..runtime import Runtime, get_runtime
+from ..store import budget as budget_store
 from ..store import proposals as proposal_store
 from ..store import repo
 from ..store import steps as step_store
@@ -20,9 +21,12 @@ from ..store.db import transaction
 from ..vocabulary import StepKind, StepStatus, TurnStatus
 from .lifecycle import Ended, announce, fail_turn, promote_next
 from .proposals import expire_due as expire_proposals
+from .spend import report_alerts
 from .steps import NextStep
 
 log = logging.getLogger(__name__)
+ORPHAN_GRACE_S = 1.0
+"""A reservation younger than this is left alone (its call may be starting)."""
 
 
 @dataclass
@@ -39,6 +43,8 @@ class Sweep:
     """Of `republished`, steps whose worker stopped renewing its lease (crashed, killed)."""
     deadline_failed: int = 0
     """Of `failed`, turns that ran past their deadline."""
+    reservations_settled: int = 0
+    """Budget reservations of calls no worker holds any more, settled at the reserved amount."""
 
     @property
     def publish(self) -> list[NextStep]:
@@ -53,6 +59,7 @@ class Sweep:
             or self.promoted
             or self.expired_proposals
             or self.executions
+            or self.reservations_settled
         )
 
 
@@ -60,6 +67,7 @@ def reconcile() -> Sweep:
     rt = get_runtime()
     sweep = Sweep()
     _sweep_steps(rt, sweep)
+    sweep.reservations_settled = _settle_orphaned_reservations(rt)
     for turn_id in _overdue(rt):
         ended, publish = fail_turn(
             rt,
@@ -93,6 +101,7 @@ def _count(sweep: Sweep) -> None:
         ("promoted", len(sweep.promoted)),
         ("proposals_expired", sweep.expired_proposals),
         ("executions_resent", len(sweep.executions)),
+        ("reservations_settled", sweep.reservations_settled),
     ):
         count_reconciler_action(action, n)
 
@@ -103,12 +112,13 @@ def _log(sweep: Sweep) -> None:
     log.log(
         logging.INFO if sweep.acted else logging.DEBUG,
         "reconcile: republished %d, failed %d, promoted %d, expired %d proposals, "
-        "re-sent %d executions",
+        "re-sent %d executions, settled %d reservations",
         len(sweep.republished),
         len(sweep.failed),
         len(sweep.promoted),
         sweep.expired_proposals,
         len(sweep.executions),
+        sweep.reservations_settled,
     )
 
 
@@ -146,6 +156,17 @@ def _sweep_steps(rt: Runtime, sweep: Sweep) -> None:
             failed_step_id=step_id,
         )
         _record(rt, sweep, ended, publish)
+
+
+def _settle_orphaned_reservations(rt: Runtime) -> int:
+    """A reservation whose worker died (its lease expired, or another attempt or the turn's
+    end replaced its call) is settled at the reserved amount: the provider may have billed."""
+    pct = rt.settings.llm_budget.alert_at_pct
+    settled, alerts = budget_store.settle_orphans(
+        rt.engine, alert_at_pct=pct, grace_s=ORPHAN_GRACE_S
+    )
+    report_alerts(alerts, pct)
+    return settled
 
 
 def _overdue(rt: Runtime) -> list[uuid.UUID]:

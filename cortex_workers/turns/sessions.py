@@ -6,11 +6,16 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.orm import Session as Db
+
 from ..errors import InvalidRequest
+from ..routing import RouteSpec
 from ..runtime import Runtime
 from ..store import repo
 from ..store.db import transaction
-from ..store.models import Session
+from ..store.models import Session, Tenant
+from ..vocabulary import LlmMode
+from .modes import AUTO, check_session_mode, mode_in_force
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +30,12 @@ class SessionSpec:
     """Tool names the model may call; None means every registered tool."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Free-form; `metadata.script` drives the scripted provider."""
+    user: str | None = None
+    """The end user in the caller's system: per-user limits and usage are keyed by it."""
+    mode: LlmMode | None = None
+    """A stricter mode than the configuration's (`frugal`, `local-only`)."""
+    route: RouteSpec | None = None
+    """Let the router choose the model (also `model: "auto"`)."""
 
 
 def check_provider(rt: Runtime, spec: SessionSpec) -> None:
@@ -58,12 +69,23 @@ def _check_tools(rt: Runtime, spec: SessionSpec) -> None:
         )
 
 
+def _check_mode(rt: Runtime, db: Db, tenant_id: uuid.UUID, spec: SessionSpec) -> None:
+    """In mode `local-only` (the configuration's, the tenant's or the session's), a session
+    naming a non-local provider is refused (422 `local_only`)."""
+    tenant = db.get(Tenant, tenant_id)
+    mode = mode_in_force(rt.settings, tenant=tenant.mode if tenant else None, session=spec.mode)
+    provider, model = rt.providers.resolve(spec.provider, spec.model)
+    routed = spec.route is not None or spec.model == AUTO
+    check_session_mode(rt, provider=provider, model=model, mode=mode, routed=routed)
+
+
 def create_session(rt: Runtime, tenant_id: uuid.UUID, spec: SessionSpec) -> Session:
     """Store a new session of `tenant_id`; `InvalidRequest` (422) for an unknown or unavailable
     provider, or unknown tools. The row comes back fully loaded, usable after the commit."""
     check_provider(rt, spec)
     _check_tools(rt, spec)
     with transaction(rt.db) as db:
+        _check_mode(rt, db, tenant_id, spec)
         session = repo.insert_session(
             db,
             tenant_id,
@@ -73,6 +95,9 @@ def create_session(rt: Runtime, tenant_id: uuid.UUID, spec: SessionSpec) -> Sess
             model=spec.model,
             tools=spec.tools,
             metadata_=spec.metadata,
+            user=spec.user,
+            mode=spec.mode,
+            route=spec.route.model_dump(mode="json") if spec.route is not None else None,
         )
         db.refresh(session)
     return session

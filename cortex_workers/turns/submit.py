@@ -6,7 +6,7 @@ import hashlib
 import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Literal, assert_never
+from typing import Any, Literal, assert_never
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as Db
@@ -24,6 +24,20 @@ from .steps import NextStep, step_ref
 IfBusy = Literal["enqueue", "reject", "interrupt"]
 
 
+@dataclass(frozen=True, slots=True)
+class NewTurnSpec:
+    """What a submission asks to store."""
+
+    content: str
+    if_busy: IfBusy
+    idempotency_key: str | None
+    digest: str
+    """The request hash an Idempotency-Key is bound to."""
+    user: str | None = None
+    route: dict[str, Any] | None = None
+    """The turn's route request (`routing.RouteSpec`, as stored)."""
+
+
 @dataclass
 class Submitted:
     """The accepted turn, whether this request created it, and what to publish."""
@@ -33,9 +47,20 @@ class Submitted:
     publish: list[NextStep] = field(default_factory=list)
 
 
-def request_hash(session_id: uuid.UUID, content: str, if_busy: IfBusy) -> str:
+def request_hash(
+    session_id: uuid.UUID,
+    content: str,
+    if_busy: IfBusy,
+    user: str | None = None,
+    route: dict[str, Any] | None = None,
+) -> str:
     """What an Idempotency-Key is bound to: the same key with another request is refused."""
-    body = json.dumps({"session": str(session_id), "content": content, "if_busy": if_busy})
+    fields = {"session": str(session_id), "content": content, "if_busy": if_busy}
+    if user is not None:
+        fields["user"] = user
+    if route is not None:
+        fields["route"] = json.dumps(route, sort_keys=True)
+    body = json.dumps(fields)
     return hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -57,11 +82,15 @@ def submit_turn(
     content: str,
     if_busy: IfBusy = "enqueue",
     idempotency_key: str | None = None,
+    user: str | None = None,
+    route: dict[str, Any] | None = None,
 ) -> Submitted:
-    """Store the turn (queued) and start it if the session is idle; the caller publishes."""
-    digest = request_hash(session_id, content, if_busy)
+    """Store the turn (queued) and start it if the session is idle; the caller publishes.
+    `user`: the turn's end user, when it names one (else the session's counts)."""
+    digest = request_hash(session_id, content, if_busy, user, route)
+    ask = NewTurnSpec(content, if_busy, idempotency_key, digest, user, route)
     try:
-        return _submit(rt, tenant_id, session_id, content, if_busy, idempotency_key, digest)
+        return _submit(rt, tenant_id, session_id, ask)
     except IntegrityError:
         # The same key raced in on another session: the winner's turn answers.
         if idempotency_key is None:
@@ -74,26 +103,22 @@ def submit_turn(
 
 
 def _submit(
-    rt: Runtime,
-    tenant_id: uuid.UUID,
-    session_id: uuid.UUID,
-    content: str,
-    if_busy: IfBusy,
-    idempotency_key: str | None,
-    digest: str,
+    rt: Runtime, tenant_id: uuid.UUID, session_id: uuid.UUID, ask: NewTurnSpec
 ) -> Submitted:
     """Start the turn in one statement when the session is idle and there is no key to
     check; otherwise store it under the session's lock."""
-    if idempotency_key is None:  # an idle session's turn starts in one statement
+    if ask.idempotency_key is None:  # an idle session's turn starts in one statement
         with autocommit_connection(rt.engine) as db:
             started = new_turns.start_turn_if_idle(
                 db,
                 tenant_id=tenant_id,
                 session_id=session_id,
                 timeout_s=rt.settings.turn_timeout_s,
-                content=content,
-                request_hash=digest,
+                content=ask.content,
+                request_hash=ask.digest,
                 traceparent=current_traceparent(),
+                user=ask.user,
+                route=ask.route,
             )
         match started:
             case new_turns.Started(turn=new):
@@ -107,19 +132,19 @@ def _submit(
                 pass  # stored under the session's lock below
             case _:
                 assert_never(started)
-    return _submit_locked(rt, tenant_id, session_id, content, if_busy, idempotency_key, digest)
+    return _submit_locked(rt, tenant_id, session_id, ask)
 
 
 def _submit_locked(
-    rt: Runtime,
-    tenant_id: uuid.UUID,
-    session_id: uuid.UUID,
-    content: str,
-    if_busy: IfBusy,
-    idempotency_key: str | None,
-    digest: str,
+    rt: Runtime, tenant_id: uuid.UUID, session_id: uuid.UUID, ask: NewTurnSpec
 ) -> Submitted:
     """A busy session, or a request with an Idempotency-Key: stored under the session's lock."""
+    content, if_busy, idempotency_key, digest = (
+        ask.content,
+        ask.if_busy,
+        ask.idempotency_key,
+        ask.digest,
+    )
     with transaction(rt.db) as db:
         if not new_turns.lock_session(db, session_id, tenant_id):
             raise NotFound(f"session {session_id} not found")
@@ -141,6 +166,8 @@ def _submit_locked(
             idempotency_key=idempotency_key,
             request_hash=digest,
             traceparent=current_traceparent(),
+            user=ask.user,
+            route=ask.route,
         )
         if starts:  # its user message and first model step were stored with it
             publish = step_ref(

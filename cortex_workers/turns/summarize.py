@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass
 
+from ..errors import TerminalError
 from ..messages import PREVIOUS_SUMMARY, Message, ModelRequest
+from ..privacy import restore_text
 from ..providers.base import collect
 from ..providers.registry import Route
 from ..runtime import Runtime, get_runtime
@@ -13,12 +16,18 @@ from ..store import repo
 from ..store import steps as step_store
 from ..store.db import transaction
 from ..store.models import Message as StoredMessage
+from ..store.models import Tenant
 from ..store.steps import Claim
-from ..vocabulary import StepKind
+from ..vocabulary import LlmMode, StepKind
+from . import spend
 from .context import to_message
+from .guarded_call import summary_call
 from .leases import keeper
+from .modes import AUTO, mode_in_force
 from .observe import StepOutcome, count_step, model_call, step_scope
 from .steps import NextStep
+
+log = logging.getLogger(__name__)
 
 INSTRUCTION = (
     "Summarize the conversation below for your own later reference. Keep names, decisions, "
@@ -46,9 +55,16 @@ def run_summarize_step(step_id: uuid.UUID) -> list[NextStep]:
         while rest and rest[0].role == "tool":
             folded_upto.append(rest.pop(0))
         provider_name, model = rt.providers.resolve(session.provider, session.model)
-        previous, session_id = session.summary, session.id
+        previous, session_id, tenant_id = session.summary, session.id, session.tenant_id
+        tenant = db.get(Tenant, session.tenant_id)
+        tenant_mode = tenant.mode if tenant is not None else None
+        mode = mode_in_force(rt.settings, tenant=tenant_mode, session=session.mode)
+        routed = session.route is not None or model == AUTO
+    fold = Fold(
+        folded_upto, start, previous, provider_name, model, session_id, tenant_id, mode, routed
+    )
     with step_scope(claim, session_id=session_id):
-        _summarize(rt, claim, Fold(folded_upto, start, previous, provider_name, model, session_id))
+        _summarize(rt, claim, fold)
     return []
 
 
@@ -62,6 +78,10 @@ class Fold:
     provider_name: str
     model: str
     session_id: uuid.UUID
+    tenant_id: uuid.UUID
+    mode: LlmMode = LlmMode.NORMAL
+    routed: bool = False
+    """The session lets the router choose: its summaries go to the cheapest fast model."""
 
 
 def _summarize(rt: Runtime, claim: Claim, fold: Fold) -> None:
@@ -79,10 +99,32 @@ def _summarize(rt: Runtime, claim: Claim, fold: Fold) -> None:
     request = ModelRequest(
         model=model, messages=tuple(messages), purpose="summarize", attempt=claim.attempt
     )
-    route = Route(provider_name, model)
-    with keeper(rt).hold(claim.step_id, claim.attempt), model_call(route, request) as call:
-        completion = collect(rt.providers.get(provider_name).stream(request))
-        price = rt.providers.price(provider_name, model)
+    try:  # routed, local-only and redacted like a model step: nothing is sent if it fails
+        guarded = summary_call(
+            rt, Route(provider_name, model), request, mode=fold.mode, routed=fold.routed
+        )
+    except TerminalError as exc:
+        log.warning("summary of session %s skipped: %s", fold.session_id, exc.code)
+        with transaction(rt.db) as db:
+            step_store.finish_step(db, step_id, claim.attempt)
+        count_step(StepKind.SUMMARIZE, StepOutcome.FAILED)
+        return
+    route, request = guarded.route, guarded.request
+    admitted = spend.reserve_summary(rt, claim, (fold.tenant_id, fold.session_id), route, request)
+    if admitted is None:  # no budget left: the summary waits for a later turn's
+        log.warning("summary of session %s skipped: budget_exhausted", fold.session_id)
+        with transaction(rt.db) as db:
+            step_store.finish_step(db, step_id, claim.attempt)
+        count_step(StepKind.SUMMARIZE, StepOutcome.FAILED)
+        return
+    with (
+        keeper(rt).hold(claim.step_id, claim.attempt),
+        spend.settling(rt, admitted) as bill,
+        model_call(route, request) as call,
+    ):
+        completion = collect(rt.providers.get(route.provider).stream(request))
+        bill.paid(completion)
+        price = rt.providers.price(route.provider, route.model)
         call.answered(completion, price.cost(completion.input_tokens, completion.output_tokens))
     with transaction(rt.db) as db:
         if step_store.finish_step(
@@ -97,6 +139,6 @@ def _summarize(rt: Runtime, claim: Claim, fold: Fold) -> None:
                 fold.session_id,
                 expected_upto=fold.start,
                 upto=folded_upto[-1].seq,
-                summary=completion.text,
+                summary=restore_text(completion.text, guarded.restore),
             )
     count_step(StepKind.SUMMARIZE, StepOutcome.DONE)

@@ -38,6 +38,8 @@ TABLES = {
     "webhook_attempts",
     "jobs",
     "batches",
+    "budget_counters",
+    "budget_reservations",
 }
 
 

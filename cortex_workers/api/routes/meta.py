@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import redis
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
+from ...providers.latency import LatencyStats, measured
+from ...providers.locality import is_local
+from ...providers.registry import ProviderRegistry
 from ..deps import RuntimeDep, TenantDep
 from ..errors import error_response
 from ..readiness import is_ready, readiness
-from ..schemas import CooldownOut, ProviderOut, RateLimitOut, RejectedToolOut, ToolOut, ToolsOut
+from ..schemas import (
+    CatalogModelOut,
+    CooldownOut,
+    LatencyOut,
+    ProviderOut,
+    RateLimitOut,
+    RejectedToolOut,
+    ToolOut,
+    ToolsOut,
+)
 
 router = APIRouter(tags=["meta"])
 
@@ -22,6 +35,10 @@ def providers(rt: RuntimeDep, _: TenantDep) -> list[ProviderOut]:
     infos = registry.describe()
     cooling = rt.health.cooling([p.name for p in infos])
     limits = rt.settings.llm_rate_limits
+    try:
+        latency = measured(rt.redis)
+    except redis.RedisError:
+        latency = {}
     out = []
     for p in infos:
         cooldown = cooling.get(p.name)
@@ -47,9 +64,33 @@ def providers(rt: RuntimeDep, _: TenantDep) -> list[ProviderOut]:
                     for scope, lim in limits.items()
                     if scope == p.name or scope.startswith(p.name + ":")
                 ],
+                local=is_local(registry.configs[p.name]),
+                catalog=_catalog(registry, p.name),
+                latency=_latency(latency, p.name),
             )
         )
     return out
+
+
+def _catalog(registry: ProviderRegistry, provider: str) -> list[CatalogModelOut]:
+    return [
+        CatalogModelOut(
+            name=info.pattern,
+            tier=info.tier,
+            capabilities=sorted(info.capabilities),
+            context=info.context,
+        )
+        for info in registry.catalog.entries()
+        if info.provider == provider
+    ]
+
+
+def _latency(measured: dict[tuple[str, str], LatencyStats], provider: str) -> list[LatencyOut]:
+    return [
+        LatencyOut(model=model, p50_ms=s.p50_ms, p95_ms=s.p95_ms, samples=s.samples)
+        for (name, model), s in sorted(measured.items())
+        if name == provider
+    ]
 
 
 @router.get("/v1/tools", response_model=ToolsOut)

@@ -12,6 +12,8 @@ from ...dispatch import publish
 from ...store import repo
 from ...store.db import transaction
 from ...turns import sessions
+from ...turns.budget_gate import admit_turn
+from ...turns.dry_run import dry_run
 from ...turns.submit import submit_turn
 from ..deps import CallerDep, RuntimeDep, TenantDep
 from ..ratelimit import take_session, take_turn
@@ -91,11 +93,14 @@ def list_messages(
     status_code=202,
     response_model=TurnAccepted,
     responses={
+        200: {"description": "the dry run (`dry_run: true`): nothing stored, reserved or sent"},
+        402: {"description": "budget_exhausted: a daily budget cannot take this turn"},
         403: {"description": "a session token of scope `read`"},
-        409: {"description": "busy session with if_busy=reject"},
+        409: {"description": "busy session with if_busy=reject, or session_token_cap"},
         422: {"description": "invalid body, or Idempotency-Key reused"},
         429: {
-            "description": "the tenant's turns-per-minute limit is reached",
+            "description": "the tenant's turns-per-minute limit, or the end user's "
+            "per_user_hourly_limit (user_rate_limited), is reached",
             "headers": {
                 "Retry-After": {
                     "description": "whole seconds until a submission can be accepted",
@@ -115,10 +120,31 @@ def post_turn(
     """Accept one user turn; it runs in the background. Watch `events_url` for its progress.
 
     Each tenant may submit `tenant_turns_per_minute` turns in any minute (429 with
-    `Retry-After` beyond it); replaying an Idempotency-Key already used is not counted."""
+    `Retry-After` beyond it); replaying an Idempotency-Key already used is not counted.
+    A turn the daily budget cannot take is refused (402 `budget_exhausted`), as is a turn of a
+    session over its token cap (409 `session_token_cap`) or of an end user over
+    `per_user_hourly_limit` (429 `user_rate_limited`). With `"dry_run": true`: 200 with the
+    route, the estimate, the budget and the redactions; nothing is stored, reserved or sent."""
     caller.require_chat(session_id, f"session {session_id}")
     tenant_id = caller.tenant_id
+    if body.dry_run:  # nothing stored, reserved or sent
+        plan = dry_run(
+            rt,
+            tenant_id=tenant_id,
+            session_id=session_id,
+            content=body.content,
+            turn_route=body.route_request(),
+        )
+        return JSONResponse(plan.as_json(), status_code=200)
     take_turn(rt, tenant_id, idempotency_key)
+    admit_turn(
+        rt,
+        tenant_id=tenant_id,
+        session_id=session_id,
+        content=body.content,
+        user=body.user,
+        idempotency_key=idempotency_key,
+    )
     result = submit_turn(
         rt,
         tenant_id=tenant_id,
@@ -126,6 +152,8 @@ def post_turn(
         content=body.content,
         if_busy=body.if_busy,
         idempotency_key=idempotency_key,
+        user=body.user,
+        route=body.route_request(),
     )
     publish(result.publish)
     turn = result.turn

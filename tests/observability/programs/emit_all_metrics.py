@@ -22,6 +22,7 @@ metrics.count_llm_fallback("openai", "anthropic")
 metrics.count_rate_limit_deferral("tenant")
 metrics.count_tool_call("echo", "ok", 0.01)
 metrics.count_reconciler_action("republished", 2)
+metrics.count_budget_alert("tenant")
 with metrics.sse_connection("turn"):
     metrics.observe_http("/v1/turns/{turn_id}", "GET", 200, 0.004)
     body, content_type = metrics.render_latest([metrics.QueueStatsCollector(fetch)])

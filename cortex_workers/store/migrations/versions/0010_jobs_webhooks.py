@@ -7,7 +7,7 @@ that ends a turn (a model step's reply, a cancel, the reconciler) records its ev
 same transaction. See docs/webhooks.md.
 
 Revision ID: 0010
-Revises: 0005
+Revises: 0006
 Create Date: 2026-11-25
 """
 
@@ -21,7 +21,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql as pg
 
 revision: str = "0010"
-down_revision: str | None = "0005"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

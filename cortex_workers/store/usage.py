@@ -1,0 +1,87 @@
+"""Reads of spend: a tenant's budget counters, a session's tokens, usage grouped for reports."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from sqlalchemy import Connection, text
+
+from ..vocabulary import ReservationStatus
+
+GroupBy = Literal["day", "model", "user", "session"]
+
+
+@dataclass(frozen=True, slots=True)
+class Counter:
+    """One scope's counter in one window (zeros when nothing was reserved there yet)."""
+
+    spent: int = 0
+    reserved: int = 0
+    alerted_at: datetime | None = None
+
+
+def counter(conn: Connection, key: str, window_start: datetime) -> Counter:
+    row = conn.execute(
+        text(
+            "SELECT spent, reserved, alerted_at FROM budget_counters "
+            "WHERE scope = :key AND window_start = :start"
+        ),
+        {"key": key, "start": window_start},
+    ).first()
+    return Counter(row.spent, row.reserved, row.alerted_at) if row is not None else Counter()
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    key: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_micros: int
+
+
+_KEYS: dict[GroupBy, str] = {
+    "day": "to_char(created_at AT TIME ZONE :tz, 'YYYY-MM-DD')",
+    "model": "provider || ':' || model",
+    "user": "COALESCE(\"user\", '')",
+    "session": "CAST(session_id AS TEXT)",
+}
+
+
+def usage(
+    conn: Connection,
+    tenant_id: uuid.UUID,
+    *,
+    start: datetime,
+    end: datetime,
+    group_by: GroupBy,
+    timezone: str,
+) -> list[UsageRow]:
+    """The tenant's settled model calls made in [start, end), grouped (`day` in `timezone`)."""
+    key = _KEYS[group_by]  # one of four fixed expressions, never caller text
+    rows = conn.execute(
+        text(
+            f"SELECT {key} AS key, count(*) AS calls, "
+            "COALESCE(sum(input_tokens), 0) AS input_tokens, "
+            "COALESCE(sum(output_tokens), 0) AS output_tokens, "
+            "COALESCE(sum(cost_micros), 0) AS cost_micros "
+            "FROM budget_reservations "
+            "WHERE tenant_id = :tenant_id AND status = :settled "
+            "AND created_at >= :start AND created_at < :end "
+            "GROUP BY 1 ORDER BY 1"
+        ),
+        {
+            "tenant_id": tenant_id,
+            "settled": ReservationStatus.SETTLED.value,
+            "start": start,
+            "end": end,
+            "tz": timezone,
+        },
+    )
+    return [
+        UsageRow(r.key, r.calls, int(r.input_tokens), int(r.output_tokens), int(r.cost_micros))
+        for r in rows
+    ]

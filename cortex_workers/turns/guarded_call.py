@@ -1,0 +1,208 @@
+"""The provider call of a model step, guarded: the route (the router, mode `local-only`,
+frugal's fast model), redaction before a non-local provider (failing closed), and the original
+values restored into the answer before it is streamed and stored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..errors import TerminalError
+from ..messages import ModelRequest
+from ..privacy import PrivacyPolicy, Redacted, redact_messages
+from ..providers.registry import Route
+from ..routing import RouteDecision, RouteSpec
+from ..runtime import Runtime
+from ..store import step_route
+from ..store.db import transaction
+from ..store.steps import Claim
+from ..vocabulary import LlmMode, ModelTier
+from .context import ModelContext
+from .frugal import fast_route, with_note
+from .modes import LOCAL_ONLY_CODE, local_providers, provider_is_local
+from .route_choice import decide_route, routes_of
+from .routing import pick_route
+
+
+@dataclass(frozen=True, slots=True)
+class CallPlan:
+    """What one attempt of a model step sends, where, and how its answer is restored."""
+
+    route: Route
+    request: ModelRequest
+    """As the provider receives it (redacted for a non-local provider)."""
+    decision: RouteDecision | None = None
+    restore: dict[str, str] = field(default_factory=dict, repr=False)
+    redactions: dict[str, int] | None = None
+    full: Route | None = None
+    """Frugal: the full model an escalation goes to (`request` is then the fast call's)."""
+    full_request: ModelRequest | None = None
+
+
+def privacy_policy(rt: Runtime) -> PrivacyPolicy:
+    """`[llm.privacy]`, with the configured provider keys always redacted as secrets."""
+    p = rt.settings.llm_privacy
+    keys = tuple(c.api_key for c in rt.providers.configs.values() if c.api_key)
+    return PrivacyPolicy(
+        redact_secrets=p.redact_secrets,
+        redact_pii=p.redact_pii,
+        restore=p.restore,
+        patterns=dict(p.patterns),
+        known_secrets=keys,
+        timeout_s=p.timeout,
+        phone_region=p.phone_region,
+    )
+
+
+def redact_for(rt: Runtime, provider: str, request: ModelRequest) -> Redacted | None:
+    """The request's messages redacted for `provider`; None when nothing applies (a local
+    provider, or nothing to redact). Raises `privacy.RedactionFailed`."""
+    policy = privacy_policy(rt)
+    if provider_is_local(rt, provider) or not policy.active:
+        return None
+    return redact_messages(request.messages, policy)
+
+
+def _local_route(rt: Runtime, ctx: ModelContext, route: Route, attempt: int) -> Route:
+    """Mode `local-only`: the route if local, else a local backup or fallback; else refused."""
+    if provider_is_local(rt, route.provider):
+        return route
+    local = [
+        r for r in rt.providers.routes(ctx.provider, ctx.model) if provider_is_local(rt, r.provider)
+    ]
+    if local:
+        return rt.providers.choose(local, attempt=attempt, cooling=set())
+    raise TerminalError(
+        f"provider {route.provider!r} is not local and mode local-only is in force "
+        f"(local providers: {', '.join(local_providers(rt)) or 'none'})",
+        code=LOCAL_ONLY_CODE,
+    )
+
+
+def choose(
+    rt: Runtime, ctx: ModelContext, request: ModelRequest, attempt: int
+) -> tuple[Route, RouteDecision | None]:
+    """This attempt's route: the router's chain when a route is asked for, else the session's
+    provider with its backups and fallbacks; only local ones in mode `local-only`."""
+    local_only = ctx.mode == LlmMode.LOCAL_ONLY
+    if ctx.route is None:
+        route = pick_route(rt, ctx, attempt=attempt)
+        return (_local_route(rt, ctx, route, attempt) if local_only else route), None
+    cooling = set(rt.health.cooling(rt.providers.names()))
+    decision = decide_route(
+        rt, ctx.route, request, depth=ctx.depth, local_only=local_only, cooling=cooling
+    )
+    routes = routes_of(decision)
+    return rt.providers.choose(routes, attempt=attempt, cooling=cooling), decision
+
+
+def _frugal(
+    rt: Runtime, ctx: ModelContext, route: Route, request: ModelRequest
+) -> tuple[Route, Route | None]:
+    """Mode `frugal`, first call of the turn, no router: the fast model, the full one after."""
+    if ctx.mode != LlmMode.FRUGAL or ctx.route is not None or route.fallback_from is not None:
+        return route, None
+    fast = fast_route(rt, route, depth=ctx.depth)
+    return (route, None) if fast is None else (fast, route)
+
+
+def preview_call(
+    rt: Runtime, ctx: ModelContext, request: ModelRequest, *, attempt: int = 1
+) -> CallPlan:
+    """`plan_call` without a claim: nothing recorded, nothing sent (the dry run). Raises the
+    same `TerminalError`s."""
+    route, decision = choose(rt, ctx, request, attempt)
+    route, full = _frugal(rt, ctx, route, request)
+    request = replace(request, model=route.model)
+    redacted = redact_for(rt, route.provider, request)
+    if redacted is not None:
+        request = replace(request, messages=redacted.messages)
+    return CallPlan(
+        route=route,
+        request=with_note(request, route.model) if full is not None else request,
+        decision=decision,
+        restore=redacted.restore if redacted and rt.settings.llm_privacy.restore else {},
+        redactions=redacted.counts if redacted is not None and redacted.counts else None,
+        full=full,
+        full_request=replace(request, model=full.model) if full is not None else None,
+    )
+
+
+def plan_call(rt: Runtime, claim: Claim, ctx: ModelContext, request: ModelRequest) -> CallPlan:
+    """Route, then redact (fail closed: `RedactionFailed` means nothing may be sent), and
+    record the decision and the counts on the step. Raises `TerminalError`s: `no_route`,
+    `local_only`, `redaction_failed`."""
+    plan = preview_call(rt, ctx, request, attempt=claim.attempt)
+    record(rt, claim, plan)
+    return plan
+
+
+def route_record(plan: CallPlan) -> dict[str, object] | None:
+    """What the step records as `route`: the router's decision, or frugal's plan."""
+    if plan.decision is not None:
+        return plan.decision.as_json()
+    if plan.full is None:
+        return None
+    return {
+        "provider": plan.route.provider,
+        "model": plan.route.model,
+        "tier": "fast",
+        "reason": "mode frugal: the turn's first call goes to the provider's fast model",
+        "rejected": [],
+        "fallbacks": [{"provider": plan.full.provider, "model": plan.full.model, "tier": None}],
+    }
+
+
+def record(rt: Runtime, claim: Claim, plan: CallPlan, **extra: object) -> None:
+    route = route_record(plan)
+    if route is not None:
+        route.update(extra)
+    if route is None and plan.redactions is None:
+        return
+    with transaction(rt.db) as db:
+        step_route.record_route(
+            db, claim.step_id, claim.attempt, route=route, redactions=plan.redactions
+        )
+
+
+def rerouted(plan: CallPlan, route: Route, request: ModelRequest) -> CallPlan:
+    """The plan sent to another route after it was made (the budget's local provider): that
+    route's request as given, without frugal's escalation."""
+    if route == plan.route and request is plan.request:
+        return plan
+    return replace(plan, route=route, request=request, full=None, full_request=None)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryCall:
+    """A summarize request, guarded like a model step's: where it goes, what is sent, and
+    how the summary is restored."""
+
+    route: Route
+    request: ModelRequest
+    restore: dict[str, str] = field(default_factory=dict, repr=False)
+
+
+def summary_call(
+    rt: Runtime, route: Route, request: ModelRequest, *, mode: LlmMode, routed: bool
+) -> SummaryCall:
+    """A routed session's summaries go to the cheapest fast model; in mode `local-only`, to a
+    local provider only; before a non-local provider the messages are redacted. Raises
+    `TerminalError`s (`no_route`, `local_only`, `redaction_failed`): then nothing is sent."""
+    local_only = mode == LlmMode.LOCAL_ONLY
+    if routed:
+        decision = decide_route(rt, RouteSpec(tier=ModelTier.FAST), request, local_only=local_only)
+        route = Route(decision.provider, decision.model)
+    elif local_only and not provider_is_local(rt, route.provider):
+        local = [
+            r
+            for r in rt.providers.routes(route.provider, route.model)
+            if provider_is_local(rt, r.provider)
+        ]
+        if not local:
+            raise TerminalError("no local provider for the summary", code=LOCAL_ONLY_CODE)
+        route = local[0]
+    request = replace(request, model=route.model)
+    redacted = redact_for(rt, route.provider, request)
+    if redacted is None:
+        return SummaryCall(route, request)
+    return SummaryCall(route, replace(request, messages=redacted.messages), redacted.restore)

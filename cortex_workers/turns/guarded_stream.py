@@ -1,0 +1,179 @@
+"""Stream a guarded call's answer: placeholders restored before the text is shown (a split
+one held back until complete), frugal's marker never shown, and an escalation to the full
+model (the fast call's text withdrawn with `step_restart`) recorded on the step."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import redis
+
+from ..messages import (
+    Completion,
+    CompletionBuilder,
+    ModelRequest,
+    TextDelta,
+    ToolCall,
+    WarningEvent,
+)
+from ..privacy import Restorer, restore_text, restore_value
+from ..providers.latency import record_latency
+from ..providers.registry import Route
+from ..runtime import Runtime
+from ..store.db import transaction
+from ..store.steps import Claim
+from . import spend
+from .context import ModelContext
+from .finish import ModelCallInput, ModelCallOutput, record_model_call
+from .frugal import MARKER, MarkerFilter, escalation_reason
+from .guarded_call import CallPlan, record
+from .observe import model_call
+from .routing import provider_for
+
+log = logging.getLogger(__name__)
+
+ESCALATION_REFUSED = "frugal_escalation_refused"
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    completion: Completion
+    """With the original values restored."""
+    route: Route
+    """The route that answered (frugal: the full model after an escalation)."""
+    escalated: str | None = None
+    """Frugal: why the fast answer was redone (`output_limit`, `marker`)."""
+    billed: Completion | None = None
+    """The first call's answer, which the step's reservation pays for (frugal: the fast
+    model's, when escalated); None: `completion`."""
+    billed_route: Route | None = None
+
+    @property
+    def first_call(self) -> tuple[Completion, Route]:
+        return self.billed or self.completion, self.billed_route or self.route
+
+
+@dataclass(frozen=True, slots=True)
+class Sink:
+    """Where the shown text goes, and the step's checks (from the model step)."""
+
+    emit: Callable[[str], None]
+    check: Callable[[], None]
+    restart: Callable[[], None]
+
+
+def _restored(completion: Completion, mapping: dict[str, str]) -> Completion:
+    text = completion.text
+    if MARKER in text:
+        text = text[: text.index(MARKER)]
+    calls = [
+        ToolCall(c.id, c.name, restore_value(c.arguments, mapping)) for c in completion.tool_calls
+    ]
+    return replace(completion, text=restore_text(text, mapping), tool_calls=calls)
+
+
+def _measure(rt: Runtime, route: Route, started: float) -> None:
+    try:
+        record_latency(rt.redis, route.provider, route.model, (time.monotonic() - started) * 1000)
+    except redis.RedisError:
+        log.warning("could not record the latency of %s:%s", route.provider, route.model)
+
+
+def call_provider(
+    rt: Runtime,
+    route: Route,
+    request: ModelRequest,
+    mapping: dict[str, str],
+    sink: Sink,
+    marker: MarkerFilter | None = None,
+) -> Completion:
+    """One provider call, streamed through the marker filter and the restorer."""
+    provider = provider_for(rt, route, request)
+    restorer, out, started = Restorer(mapping), CompletionBuilder(), time.monotonic()
+
+    def show(text: str) -> None:
+        shown = restorer.feed(marker.feed(text) if marker else text)
+        if shown:
+            sink.emit(shown)
+
+    with model_call(route, request) as call:
+        for event in provider.stream(request):
+            sink.check()
+            out.add(event)
+            if isinstance(event, TextDelta):
+                call.first_token()
+                show(event.text)
+        show(marker.flush() if marker else "")
+        if tail := restorer.flush():
+            sink.emit(tail)
+        completion = out.completion  # as the provider wrote it: spans never see the values
+        price = rt.providers.price(route.provider, route.model)
+        call.answered(completion, price.cost(completion.input_tokens, completion.output_tokens))
+    _measure(rt, route, started)
+    return _restored(completion, mapping)
+
+
+def stream_answer(
+    rt: Runtime, claim: Claim, ctx: ModelContext, plan: CallPlan, sink: Sink
+) -> Answered:
+    """The plan's call; in frugal mode, the escalation to the full model when needed."""
+    if plan.full is None or plan.full_request is None:
+        completion = call_provider(rt, plan.route, plan.request, plan.restore, sink)
+        return Answered(completion, plan.route)
+    marker = MarkerFilter()
+    fast = call_provider(rt, plan.route, plan.request, plan.restore, sink, marker)
+    why = escalation_reason(fast, marker.seen)
+    if why is None:
+        return Answered(fast, plan.route)
+    extra = spend.reserve_more(rt, claim, ctx, plan.full, plan.full_request)
+    if extra is None:  # the budget cannot take a second call: the fast answer stands
+        refused = WarningEvent(
+            ESCALATION_REFUSED, "frugal: no budget left to redo the answer on the full model"
+        )
+        return Answered(replace(fast, warnings=[*fast.warnings, refused]), plan.route)
+    sink.restart()
+    _record_escalation(rt, claim, ctx, plan, fast, why)
+    with spend.settling(rt, extra) as bill:
+        full = call_provider(rt, plan.full, plan.full_request, plan.restore, sink)
+        bill.paid(full, plan.full)
+    return Answered(full, plan.full, why, billed=fast, billed_route=plan.route)
+
+
+def _record_escalation(
+    rt: Runtime, claim: Claim, ctx: ModelContext, plan: CallPlan, fast: Completion, why: str
+) -> None:
+    """The fast call's audit row (its tokens were spent too) and the escalation on the step."""
+    assert plan.full is not None
+    price = rt.providers.price(plan.route.provider, plan.route.model)
+    with transaction(rt.db) as db:
+        record_model_call(
+            db,
+            claim,
+            ctx,
+            plan.route,
+            input=ModelCallInput(
+                messages=len(plan.request.messages), tools=[t.name for t in plan.request.tools]
+            ),
+            output=ModelCallOutput(
+                text_chars=len(fast.text),
+                tool_calls=len(fast.tool_calls),
+                input_tokens=fast.input_tokens,
+                output_tokens=fast.output_tokens,
+            ),
+        )
+    record(
+        rt,
+        claim,
+        plan,
+        escalation={
+            "from": f"{plan.route.provider}:{plan.route.model}",
+            "to": f"{plan.full.provider}:{plan.full.model}",
+            "why": why,
+            "fast_input_tokens": fast.input_tokens,
+            "fast_output_tokens": fast.output_tokens,
+            "fast_cost_usd": price.cost(fast.input_tokens, fast.output_tokens),
+        },
+    )

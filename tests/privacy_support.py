@@ -1,0 +1,38 @@
+"""Helpers of the privacy, modes and routing tests."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from support import Api, Event
+
+REMOTE_KEY = "sk-remote-test-key-0123456789"
+
+
+@dataclass
+class Guarded:
+    """The guarded API, and the fakes its workers call."""
+
+    api: Api
+    remote: Any
+    """`openai`: a cloud provider (redacted, never called in local-only)."""
+    local: Any
+    """`ollama`: local."""
+    logs: Path
+    """The worker group's and the API's log files."""
+
+    def log_text(self) -> str:
+        return "".join(f.read_text(errors="replace") for f in sorted(self.logs.glob("*.log")))
+
+
+def received(fake: Any, tag: str) -> list[dict[str, Any]]:
+    """The bodies a fake server received whose messages mention `tag`."""
+    return [r.body for r in fake.requests if tag in json.dumps(r.body.get("messages"))]
+
+
+def text_events(events: list[Event]) -> list[str]:
+    """The text of each token event, as streamed."""
+    return [str(e.data.get("text", "")) for e in events if e.event == "token"]
