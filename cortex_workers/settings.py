@@ -12,31 +12,32 @@ import tomllib
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from pydantic import (
     AliasChoices,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
     Field,
-    SecretStr,
     model_validator,
 )
 from pydantic_settings import (
     BaseSettings,
-    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
 
 from .budget_settings import BudgetSettings
+from .llm_settings import (
+    LlmModeName,
+    ModelSettings,
+    PrivacySettings,
+    ProviderSettings,
+    RateLimitSettings,
+)
+from .settings_values import CommaList, Duration, OptionalSecret, OptionalText
+from .settings_values import parse_duration as parse_duration
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "cortex.toml"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_NUMBER = r"(\d+(?:\.\d*)?|\.\d+)"
-_DURATION_PART = re.compile(_NUMBER + r"(ms|s|m|h)")
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def env_references(text: str) -> list[str]:
@@ -57,18 +58,6 @@ def _substitute_env_deep(value: Any) -> Any:
     if isinstance(value, list):
         return [_substitute_env_deep(v) for v in value]
     return value
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in `"60s"`, `"2m"`, `"500ms"`, `"1h"`, `"1m30s"` or a bare number of seconds;
-    spaces are ignored. Raises ValueError naming the text when it is none of these."""
-    compact = "".join(text.split())
-    if re.fullmatch(_NUMBER, compact):
-        return float(compact)
-    parts = _DURATION_PART.findall(compact)
-    if not parts or "".join(number + unit for number, unit in parts) != compact:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 60s, 2m, 500ms)")
-    return sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)
 
 
 def config_path() -> Path | None:
@@ -134,101 +123,6 @@ WEBHOOKS_TABLE_KEYS = {
     "dispatch_every_s": "webhook_dispatch_every_s",
 }
 """`[webhooks]` keys of the config file (docs/webhooks.md) and the settings fields they fill."""
-
-
-def _duration(value: Any) -> Any:
-    """A duration string (`parse_duration`) or a number of seconds."""
-    return parse_duration(value) if isinstance(value, str) else value
-
-
-Duration = Annotated[float, BeforeValidator(_duration)]
-
-
-def _blank_is_none(value: Any) -> Any:
-    return None if isinstance(value, str) and not value.strip() else value
-
-
-OptionalText = Annotated[str | None, BeforeValidator(_blank_is_none)]
-OptionalSecret = Annotated[SecretStr | None, BeforeValidator(_blank_is_none)]
-
-
-def _comma_list(value: Any) -> Any:
-    """`"a, b"` (an environment variable) → `["a", "b"]`; a list stays as it is."""
-    if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
-    return value
-
-
-CommaList = Annotated[list[str], NoDecode, BeforeValidator(_comma_list)]
-
-
-class ProviderSettings(BaseModel):
-    """One `[llm.providers.NAME]` table."""
-
-    model_config = ConfigDict(extra="forbid")
-    kind: Literal["scripted", "openai", "azure_openai", "anthropic"] | None = None
-    """Which protocol: inferred from the name for openai, ollama, azure_openai, anthropic."""
-    api_key: OptionalSecret = None
-    model: OptionalText = None
-    fast_model: OptionalText = None
-    max_tokens: int = Field(default=4096, ge=1)
-    timeout: Duration = Field(default=60.0, gt=0)
-    base_url: OptionalText = None
-    endpoint: OptionalText = None
-    """Ollama's name for `base_url`."""
-    api_version: OptionalText = None
-    deployment: OptionalText = None
-    native_tools: bool = True
-    no_tools_models: list[str] = Field(default_factory=list)
-    local: bool | None = None
-    """Whether calls stay on this machine or network (mode `local-only`, redaction); None:
-    `ollama` and OpenAI-compatible servers on a loopback or private address are local."""
-
-
-class ModelSettings(BaseModel):
-    """One `[llm.models."NAME"]` table: overrides or additions to the price table."""
-
-    model_config = ConfigDict(extra="forbid")
-    provider: OptionalText = None
-    context: int | None = Field(default=None, ge=1)
-    tier: Literal["fast", "balanced", "deep"] | None = None
-    input_per_mtok: float | None = Field(default=None, ge=0)
-    output_per_mtok: float | None = Field(default=None, ge=0)
-    native_tools: bool | None = None
-    backup: OptionalText = None
-    """Another model to use when this one keeps failing (may be on another provider)."""
-    capabilities: list[Literal["tools", "vision", "json", "long_context", "reasoning"]] | None = (
-        None
-    )
-
-
-class RateLimitSettings(BaseModel):
-    """`[llm.rate_limits."PROVIDER"]` or `[llm.rate_limits."PROVIDER:MODEL"]`."""
-
-    model_config = ConfigDict(extra="forbid")
-    rpm: int | None = Field(default=None, ge=1)
-    tpm: int | None = Field(default=None, ge=1)
-
-
-LlmModeName = Literal["normal", "frugal", "local-only"]
-
-
-class PrivacySettings(BaseModel):
-    """`[llm.privacy]`: what is replaced before a call to a non-local provider."""
-
-    model_config = ConfigDict(extra="forbid")
-    redact_secrets: bool = True
-    redact_pii: bool = False
-    restore: bool = True
-    """Put the original values back into the model's answer."""
-    local_only: bool = False
-    """The same as `[llm] mode = "local-only"`."""
-    patterns: dict[str, str] = Field(default_factory=dict)
-    """Operator patterns: kind name -> regular expression."""
-    timeout: Duration = Field(default=2.0, gt=0)
-    """A redaction taking longer fails the step (`redaction_failed`)."""
-    phone_region: str = "US"
-    """How phone numbers written without a country code are read."""
 
 
 class Settings(BaseSettings):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..settings import ModelSettings
+from ..llm_settings import ModelSettings
 from .base import ModelPrice
 
 CATALOG_FILE = Path(__file__).with_name("models.toml")

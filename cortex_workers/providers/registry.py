@@ -13,7 +13,8 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from ..errors import TerminalError
-from ..settings import ProviderSettings, Settings
+from ..llm_settings import ProviderSettings
+from ..settings import Settings
 from .base import ModelPrice, Provider
 from .catalog import Catalog, ModelInfo
 from .config import ProviderConfig
