@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cortex_workers.queues import RECONCILE, Queue
+from cortex_workers.queues import FIRE_SCHEDULES, RECONCILE, Queue
 from cortex_workers.settings import Settings
 
 
@@ -17,5 +17,14 @@ def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
             "schedule": every,
             # A sweep that waited longer than its interval is stale: the next one will come.
             "options": {"queue": Queue.MAINTENANCE.value, "expires": max(every * 2, 2.0)},
+        },
+        "fire_schedules": {
+            "task": FIRE_SCHEDULES,
+            "schedule": settings.schedules_every_s,
+            # Firing is idempotent per schedule and fire time: a late sweep only repeats work.
+            "options": {
+                "queue": Queue.MAINTENANCE.value,
+                "expires": max(settings.schedules_every_s * 2, 2.0),
+            },
         },
     }

@@ -37,6 +37,7 @@ RUN_TOOL_STEP: Final = task_name(Queue.TOOLS, "run_tool_step")
 EXECUTE_PROPOSAL: Final = task_name(Queue.TOOLS, "execute_proposal")
 RUN_SUMMARIZE_STEP: Final = task_name(Queue.SUMMARIZE, "run_summarize_step")
 RECONCILE: Final = task_name(Queue.MAINTENANCE, "reconcile")
+FIRE_SCHEDULES: Final = task_name(Queue.MAINTENANCE, "fire_schedules")
 
 
 @dataclass(frozen=True, slots=True)

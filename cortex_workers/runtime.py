@@ -22,6 +22,7 @@ from .store.db import make_engine, make_sessionmaker
 from .stream_writer import PipelinedWriter
 from .tools import ToolRegistry
 from .tools.loading import LoadedTools, load_tools
+from .whiteboard import register_whiteboard_tools
 
 
 @dataclass
@@ -84,10 +85,12 @@ class Runtime:
         plugins = self.settings.plugins_dir
         config = config_path()  # by default, plugins sit next to the config file in force
         default = config.parent / "plugins" if config is not None else DEFAULT_PLUGINS_DIR
-        return load_tools(
+        loaded = load_tools(
             modules=self.settings.tool_modules,
             plugins_dir=Path(plugins) if plugins else default,
         )
+        register_whiteboard_tools(loaded.registry, lambda: self.engine)
+        return loaded
 
     @property
     def tools(self) -> ToolRegistry:

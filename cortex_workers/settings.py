@@ -255,6 +255,9 @@ class Settings(BaseSettings):
         default=30.0, gt=0, description="A pending step not claimed this long is re-published."
     )
     reconcile_every_s: float = Field(default=5.0, gt=0)
+    schedules_every_s: float = Field(
+        default=1.0, gt=0, description="How often beat fires the due scheduled turns."
+    )
     visibility_timeout_s: int = Field(default=43200, gt=0)
 
     # Streaming.

@@ -90,3 +90,20 @@ class DecisionKind(StrEnum):
 
     MODEL = "model"
     TOOL = "tool"
+
+
+class BlockerStatus(StrEnum):
+    """A blocker on a session's whiteboard: `open` until the team resolves it."""
+
+    OPEN = "open"
+    RESOLVED = "resolved"
+
+
+class WhiteboardEntryKind(StrEnum):
+    """What a whiteboard log entry records (the board's recent updates)."""
+
+    MISSION = "mission"
+    PROGRESS = "progress"
+    BLOCKER = "blocker"
+    DECISION = "decision"
+    NOTE = "note"

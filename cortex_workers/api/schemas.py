@@ -85,6 +85,16 @@ class SessionCreate(StorableBody):
         default_factory=dict,
         description="Free-form; `metadata.script` drives the scripted provider.",
     )
+    agents: list[str] | None = Field(
+        default=None,
+        max_length=64,
+        description="Agents the model may call, each as the tool `<name>_agent`; see GET /v1/agents.",
+    )
+    whiteboard: bool = Field(
+        default=False,
+        description="A coordinator session: it gets a shared whiteboard and the tools "
+        "update_mission, update_progress, manage_blocker, log_decision, get_team_status.",
+    )
 
     @field_validator("metadata")
     @classmethod
@@ -113,6 +123,8 @@ class SessionCreate(StorableBody):
             model=self.model,
             tools=self.tools,
             metadata=self.metadata,
+            whiteboard=self.whiteboard,
+            agents=self.agents,
         )
 
 

@@ -13,6 +13,7 @@ from ..runtime import Runtime
 from ..store import claims
 from ..store.claims import Claim, HistoryEntry, ModelStepView
 from ..store.db import Executor
+from ..whiteboard import offered_to, whiteboard_summary
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,10 +143,13 @@ def load_model_context(
     system_prompt = (
         view.system_prompt if view.system_prompt is not None else rt.settings.system_prompt
     )
-    tools = _tool_specs(rt, view.tools)
-    messages = system_messages(system_prompt, view.summary, tools=bool(tools)) + coherent(
-        [to_message(r) for r in rows]
-    )
+    board = whiteboard_summary(db, view.session_id)
+    offered = rt.tools.names() if view.tools is None else view.tools
+    tools = _tool_specs(rt, offered_to(offered, has_whiteboard=board is not None))
+    messages = system_messages(system_prompt, view.summary, tools=bool(tools))
+    if board is not None:  # the coordinator's whiteboard, as it is at this step
+        messages.append(Message(role="system", content=board))
+    messages += coherent([to_message(r) for r in rows])
     provider, model = rt.providers.resolve(view.provider, view.model)
     script = (view.session_metadata or {}).get("script")
     return ModelContext(

@@ -11,6 +11,8 @@ from ..runtime import Runtime
 from ..store import repo
 from ..store.db import transaction
 from ..store.models import Session
+from ..store.whiteboard import create_board
+from ..whiteboard import offered_to
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +27,10 @@ class SessionSpec:
     """Tool names the model may call; None means every registered tool."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Free-form; `metadata.script` drives the scripted provider."""
+    whiteboard: bool = False
+    """A coordinator session: it gets a whiteboard and the whiteboard's tools."""
+    agents: list[str] | None = None
+    """Agents offered as `<name>_agent` tools."""
 
 
 def _check_provider(rt: Runtime, spec: SessionSpec) -> None:
@@ -58,11 +64,23 @@ def _check_tools(rt: Runtime, spec: SessionSpec) -> None:
         )
 
 
+def _check_agents(rt: Runtime, spec: SessionSpec) -> None:
+    """Every agent named is configured."""
+    unknown = sorted(set(spec.agents or ()) - set(rt.agents.names()))
+    if unknown:
+        raise InvalidRequest(
+            f"unknown agents: {', '.join(unknown)}; see GET /v1/agents",
+            code="unknown_agent",
+            details={"unknown": unknown},
+        )
+
+
 def create_session(rt: Runtime, tenant_id: uuid.UUID, spec: SessionSpec) -> Session:
     """Store a new session of `tenant_id`; `InvalidRequest` (422) for an unknown or unavailable
     provider, or unknown tools. The row comes back fully loaded, usable after the commit."""
     _check_provider(rt, spec)
     _check_tools(rt, spec)
+    _check_agents(rt, spec)
     with transaction(rt.db) as db:
         session = repo.insert_session(
             db,
@@ -71,8 +89,16 @@ def create_session(rt: Runtime, tenant_id: uuid.UUID, spec: SessionSpec) -> Sess
             system_prompt=spec.system_prompt,
             provider=spec.provider,
             model=spec.model,
-            tools=spec.tools,
+            tools=spec.tools if not spec.whiteboard else _with_board_tools(spec.tools),
             metadata_=spec.metadata,
         )
+        session.agents = spec.agents or None
+        if spec.whiteboard:
+            create_board(db, session.id)
         db.refresh(session)
     return session
+
+
+def _with_board_tools(tools: list[str] | None) -> list[str] | None:
+    """A coordinator's named tools and the whiteboard's (None: every tool, theirs included)."""
+    return None if tools is None else offered_to(tools, has_whiteboard=True)
