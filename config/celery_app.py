@@ -35,6 +35,7 @@ def create_app() -> Celery:
             "cortex_workers.tasks.tools",
             "cortex_workers.tasks.summarize",
             "cortex_workers.tasks.maintenance",
+            "cortex_workers.tasks.agents",
         ],
     )
     celery.conf.update(celery_settings(settings))

@@ -25,6 +25,7 @@ ASGI_APP = "config.asgi:app"
 QUEUE_POOLS: dict[str, tuple[str, int]] = {
     Queue.LLM: ("gevent", 1000),
     Queue.TOOLS: ("threads", 32),
+    Queue.AGENTS: ("threads", 16),
 }
 """Model steps wait on providers' streams through sockets: greenlets hold hundreds of them per
 process for less CPU than threads (docs/benchmarks.md). Tools stay on threads: a tool that

@@ -22,6 +22,7 @@ class Queue(StrEnum):
     TOOLS = "tools"
     SUMMARIZE = "summarize"
     MAINTENANCE = "maintenance"
+    AGENTS = "agents"
 
 
 QUEUES: Final = tuple(Queue)
@@ -38,6 +39,7 @@ EXECUTE_PROPOSAL: Final = task_name(Queue.TOOLS, "execute_proposal")
 RUN_SUMMARIZE_STEP: Final = task_name(Queue.SUMMARIZE, "run_summarize_step")
 RECONCILE: Final = task_name(Queue.MAINTENANCE, "reconcile")
 FIRE_SCHEDULES: Final = task_name(Queue.MAINTENANCE, "fire_schedules")
+RUN_AGENT_TASK: Final = task_name(Queue.AGENTS, "run_agent_task")
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,12 @@ def die_with_parent(sig: int = signal.SIGTERM) -> None:
 
 
 MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
-WORKER_QUEUES = (Queue.LLM.value, Queue.TOOLS.value, f"{Queue.SUMMARIZE},{Queue.MAINTENANCE}")
+WORKER_QUEUES = (
+    Queue.LLM.value,
+    Queue.TOOLS.value,
+    f"{Queue.SUMMARIZE},{Queue.MAINTENANCE}",
+    Queue.AGENTS.value,
+)
 
 
 @dataclass

@@ -18,7 +18,12 @@ from typing import Any
 
 import httpx
 
-QUEUE_GROUPS = {"llm": ["llm"], "tools": ["tools"], "summarize": ["summarize", "maintenance"]}
+QUEUE_GROUPS = {
+    "llm": ["llm"],
+    "tools": ["tools"],
+    "summarize": ["summarize", "maintenance"],
+    "agents": ["agents"],
+}
 
 
 @dataclass

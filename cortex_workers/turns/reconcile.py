@@ -18,9 +18,10 @@ from ..store import repo
 from ..store import steps as step_store
 from ..store.db import transaction
 from ..vocabulary import StepKind, StepStatus, TurnStatus
+from .agent_sweep import AgentSweep, sweep_agent_tasks
 from .lifecycle import Ended, announce, fail_turn, promote_next
 from .proposals import expire_due as expire_proposals
-from .steps import NextStep
+from .steps import NextStep, Publish
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +41,12 @@ class Sweep:
     deadline_failed: int = 0
     """Of `failed`, turns that ran past their deadline."""
 
+    agents: AgentSweep = field(default_factory=AgentSweep)
+    """Agent tasks timed out, ended with their sub-agent's turn, or sent again."""
+
     @property
-    def publish(self) -> list[NextStep]:
-        return self.republished + self.promoted
+    def publish(self) -> list[Publish]:
+        return [*self.republished, *self.promoted, *self.agents.ended, *self.agents.resent]
 
     @property
     def acted(self) -> bool:
@@ -53,6 +57,8 @@ class Sweep:
             or self.promoted
             or self.expired_proposals
             or self.executions
+            or self.agents.ended
+            or self.agents.resent
         )
 
 
@@ -78,6 +84,7 @@ def reconcile() -> Sweep:
         with transaction(rt.db) as db:
             if repo.get_session(db, session_id, lock=True) is not None:
                 sweep.promoted += promote_next(rt, db, session_id)
+    sweep.agents = sweep_agent_tasks(rt)
     _log(sweep)
     _count(sweep)
     return sweep
