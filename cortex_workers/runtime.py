@@ -15,6 +15,7 @@ import redis
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from .agents import AgentRegistry, load_agents
 from .providers.limits import Health, RateLimiter
 from .providers.registry import ProviderRegistry
 from .settings import DEFAULT_CONFIG, Settings, config_path, get_settings
@@ -96,9 +97,19 @@ class Runtime:
     def tools(self) -> ToolRegistry:
         return self.loaded_tools.registry
 
+    @cached_property
+    def agents(self) -> AgentRegistry:
+        configured = self.settings.agents_dir
+        config = config_path()
+        default = (
+            config.parent / "agents" if config is not None else DEFAULT_CONFIG.parent / "agents"
+        )
+        return load_agents(Path(configured) if configured else default, self.settings.agents)
+
     def reload_tools(self) -> None:
         """Read tool modules and plugin manifests again (SIGHUP)."""
         self.__dict__.pop("loaded_tools", None)
+        self.__dict__.pop("agents", None)
         _ = self.loaded_tools
 
     def close(self) -> None:

@@ -90,6 +90,8 @@ class TomlSource(PydanticBaseSettingsSource):
             raise FileNotFoundError(f"CORTEX_CONFIG points at {path}, which does not exist")
         data = _substitute_env_deep(tomllib.loads(path.read_text()))
         values: dict[str, Any] = dict(data.get("cortex", {}))
+        if "agents" in data:  # `[agents.<name>]` tables: agent cards
+            values["agents"] = data["agents"]
         llm = data.get("llm", {})
         for key, field_name in LLM_TABLE_KEYS.items():
             if key in llm:
@@ -276,6 +278,13 @@ class Settings(BaseSettings):
     plugins_dir: OptionalText = None
     """Plugin tool manifests (*.yaml); default: config/plugins next to the package."""
     proposal_ttl_s: float = Field(default=600.0, gt=0, description="Unanswered proposals expire.")
+
+    # Agents.
+    agents_dir: OptionalText = None
+    """Agent cards (*.yaml); default: config/agents next to the config file in force."""
+    agents: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Agent cards of the config file's `[agents.<name>]`."
+    )
     proposal_execution_timeout_s: float = Field(
         default=300.0, gt=0, description="An execution not reported by then is marked failed."
     )

@@ -17,7 +17,17 @@ from ..observability.tracing import configure_tracing, shutdown_tracing
 from ..runtime import Runtime, get_runtime
 from . import errors
 from .limits import BodySizeLimit
-from .routes import events, meta, metrics, proposals, schedules, sessions, turns, whiteboard
+from .routes import (
+    agents,
+    events,
+    meta,
+    metrics,
+    proposals,
+    schedules,
+    sessions,
+    turns,
+    whiteboard,
+)
 from .schemas import ErrorOut
 from .telemetry import RequestTelemetry
 from .turn_lookup import TurnLookups
@@ -89,7 +99,17 @@ def create_app() -> FastAPI:
         **_without_native_telemetry(),
     )
     errors.install(app)
-    for module in (sessions, turns, events, proposals, schedules, whiteboard, meta, metrics):
+    for module in (
+        sessions,
+        turns,
+        events,
+        proposals,
+        agents,
+        schedules,
+        whiteboard,
+        meta,
+        metrics,
+    ):
         app.include_router(module.router)
     app.add_middleware(BodySizeLimit, max_bytes=settings.request_max_bytes)
     app.add_middleware(RequestTelemetry)  # outermost: measures the 413s too

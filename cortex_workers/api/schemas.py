@@ -88,7 +88,7 @@ class SessionCreate(StorableBody):
     agents: list[str] | None = Field(
         default=None,
         max_length=64,
-        description="Agents the model may call, each as the tool `<name>_agent`; see GET /v1/agents.",
+        description="Agents the model may call, each as the tool `<name>_agent` (GET /v1/agents).",
     )
     whiteboard: bool = Field(
         default=False,

@@ -155,14 +155,17 @@ def complete(
         )
         if task is None:
             return []
+        if task.child_session_id is not None and isinstance(task.result, str):
+            answer = agent_hooks.child_answered(db, task.session_id, task.result, agent=task.agent)
+            if answer != task.result:
+                task.result = answer
+                db.flush()
         if task.mode == AgentMode.FOREGROUND:
             publish += answer_parent(db, task)
         else:
             turn_id, started = queue_follow_up(rt, db, task)
             agent_tasks.set_follow_up(db, task, turn_id)
             publish += started
-        if task.child_session_id is not None and status == TaskStatus.COMPLETED:
-            agent_hooks.child_answered(db, task.session_id, str(task.result or ""))
     _announce_end(rt, task)
     return publish
 
