@@ -14,8 +14,10 @@ from sqlalchemy import Engine, insert, text
 from support import Stack
 
 from cortex_workers.store import models
+from cortex_workers.store import whiteboard as _whiteboard_tables  # noqa: F401 (its tables)
 from cortex_workers.store.db import make_engine
 from cortex_workers.vocabulary import (
+    BlockerStatus,
     DecisionKind,
     ProposalStatus,
     StepKind,
@@ -23,6 +25,7 @@ from cortex_workers.vocabulary import (
     ToolCallStatus,
     ToolSeverity,
     TurnStatus,
+    WhiteboardEntryKind,
 )
 
 CHECKED: dict[tuple[str, str], type[enum.Enum]] = {
@@ -33,6 +36,8 @@ CHECKED: dict[tuple[str, str], type[enum.Enum]] = {
     ("tool_calls", "severity"): ToolSeverity,
     ("proposals", "status"): ProposalStatus,
     ("decisions", "kind"): DecisionKind,
+    ("whiteboard_blockers", "status"): BlockerStatus,
+    ("whiteboard_entries", "kind"): WhiteboardEntryKind,
 }
 
 
