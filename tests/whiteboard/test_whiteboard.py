@@ -150,3 +150,31 @@ def test_the_summary_a_sub_agents_context_gets(client: Api) -> None:
         summary = whiteboard_summary(db, sid)
     assert summary is not None
     assert "Mission: (not set)" in summary and "n1" in summary and "Open blockers: none" in summary
+
+
+def test_sub_agents_read_the_board_and_their_suggestions_land_on_it(client: Api) -> None:
+    sid = client.scripted_session(
+        {"tool_calls": [_call("update_mission", mission="Map the outage")]},
+        {"tool_calls": [_call("wb_scout_agent", task="look around")]},
+        {"tool_calls": [_call("wb_reporter_agent", task="report back")]},
+        {"text": "All done.", "echo_context": True},
+        whiteboard=True,
+        tools=[],
+        agents=["wb_scout", "wb_reporter"],
+    )
+    turn = client.wait_turn(client.submit(sid, "coordinate"))
+    assert turn["status"] == "done", turn
+    tool_messages = [m for m in client.messages(sid) if m["role"] == "tool"]
+    scout, reporter = (m["content"] for m in tool_messages if m["name"] != "update_mission")
+    # the sub-agent's model was sent its parent's whiteboard summary
+    assert scout.startswith("Scouted.")
+    assert "Team whiteboard" in scout and "Mission: Map the outage" in scout
+    # the suggestion was applied to the parent's board and taken out of the answer
+    assert reporter == "Reported."
+    board = client.http.get(f"/v1/sessions/{sid}/whiteboard").json()
+    [blocker] = board["blockers"]
+    assert (blocker["text"], blocker["source"]) == ("host C unreachable", "agent:wb_reporter")
+    notes = [u for u in board["updates"] if u["kind"] == "note"]
+    assert [(n["text"], n["source"]) for n in notes] == [("scouting done", "agent:wb_reporter")]
+    # and the coordinator's next step saw it
+    assert f"#{blocker['id']} host C unreachable" in turn["answer"]
