@@ -146,5 +146,10 @@ def mark_fired(
     )
 
 
+def defer(db: Executor, schedule_id: uuid.UUID, *, until: datetime) -> None:
+    """Move a schedule whose firing failed to `until` (its fire time is lost)."""
+    db.execute(update(Schedule).where(_s.id == schedule_id).values(next_run_at=until))
+
+
 def _of(row: Row[Any]) -> Schedule:
     return Schedule(**dict(row._mapping))

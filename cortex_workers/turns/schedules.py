@@ -10,6 +10,7 @@ collapse into one firing. The turn's Idempotency-Key is `schedule:<id>:<fire tim
 
 from __future__ import annotations
 
+import logging
 import math
 import uuid
 from dataclasses import dataclass
@@ -18,9 +19,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 from sqlalchemy import func, select
+from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session as Db
 
-from ..errors import InvalidRequest, NotFound
+from ..errors import CortexError, InvalidRequest, NotFound
 from ..runtime import Runtime
 from ..store import new_turns, repo
 from ..store import schedules as store
@@ -31,6 +33,9 @@ from .steps import NextStep, step_ref
 from .submit import request_hash
 
 MAX_FIRINGS_PER_SWEEP = 200
+RETRY_FAILED_FIRING_S = 30.0
+"""A firing that failed (not for want of the database) is tried again this much later."""
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +131,23 @@ def fire_due(rt: Runtime, *, limit: int = MAX_FIRINGS_PER_SWEEP) -> list[NextSte
             due = store.claim_due(db, limit=1)
             if not due:
                 break
-            publish += _fire(rt, db, due[0])
+            publish += _fire_or_defer(rt, db, due[0])
     return publish
+
+
+def _fire_or_defer(rt: Runtime, db: Db, schedule: store.Schedule) -> list[NextStep]:
+    """`_fire` in a savepoint; if it fails, the schedule is tried again a little later, so
+    that one bad schedule (always the most overdue) cannot stop the others."""
+    try:
+        with db.begin_nested():
+            return _fire(rt, db, schedule)
+    except (CortexError, SQLAlchemyError, ValueError, TypeError, KeyError) as exc:
+        if isinstance(exc, OperationalError | InterfaceError):
+            raise  # the database itself: the next sweep tries again
+        log.exception("schedule %s could not fire; trying again later", schedule.id)
+        later = datetime.now(UTC) + timedelta(seconds=RETRY_FAILED_FIRING_S)
+        store.defer(db, schedule.id, until=later)
+        return []
 
 
 def _fire(rt: Runtime, db: Db, schedule: store.Schedule) -> list[NextStep]:

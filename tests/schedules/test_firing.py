@@ -11,10 +11,10 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select, update
 from support import Api, Workers, wait_until
 
 from cortex_workers.runtime import get_runtime
@@ -33,6 +33,11 @@ def _schedule(client: Api, sid: str, **rule: float | str) -> str:
 def _fired(client: Api, sid: str) -> int:
     [schedule] = client.http.get(f"/v1/sessions/{sid}/schedules").json()["schedules"]
     return int(schedule["fired"])
+
+
+def _fired_of(client: Api, sid: str, schedule_id: str) -> int:
+    schedules = client.http.get(f"/v1/sessions/{sid}/schedules").json()["schedules"]
+    return int(next(s["fired"] for s in schedules if s["id"] == schedule_id))
 
 
 def _turns(schedule_id: str) -> list[tuple[datetime, Turn]]:
@@ -175,3 +180,22 @@ def test_a_firing_while_the_session_is_busy_queues(client: Api) -> None:
     assert client.wait_turn(busy)["status"] == "done"
     assert client.wait_turn(str(first.id))["status"] == "done"
     assert uuid.UUID(client.turn(str(first.id))["session_id"]) == uuid.UUID(sid)
+
+
+def test_a_schedule_that_cannot_fire_does_not_stop_the_others(client: Api) -> None:
+    sid = client.create_session()["id"]
+    broken = _schedule(client, sid, every_s=3600)
+    with transaction(get_runtime().db) as db:  # as a rule a newer croniter might refuse
+        db.execute(
+            update(Schedule)
+            .where(Schedule.id == uuid.UUID(broken))
+            .values(cron="not a cron", timezone="UTC", every_s=None, next_run_at=func.now())
+        )
+    healthy = _schedule(client, sid, every_s=1)
+    wait_until(lambda: _fired_of(client, sid, healthy) >= 2, timeout=30, what="firings")
+    assert _remove(healthy) >= 2
+    [left] = client.http.get(f"/v1/sessions/{sid}/schedules").json()["schedules"]
+    assert left["id"] == broken and left["fired"] == 0
+    assert datetime.fromisoformat(left["next_run_at"]) > datetime.now(UTC)  # tried later
+    assert _turns(broken) == []
+    _remove(broken)
