@@ -61,11 +61,13 @@ def run_handler(
     ctx: AgentContext,
     *,
     timeout_s: float,
+    budget_s: float,
     check_every_s: float,
     still_ours: Callable[[], bool],
 ) -> Outcome | None:
-    """Run the handler; None when the task stopped being ours meanwhile (cancelled, or
-    another attempt took it): its result is not stored."""
+    """Run the handler for at most `timeout_s` (what is left of the agent's `budget_s`);
+    None when the task stopped being ours meanwhile (cancelled, or another attempt took it):
+    its result is not stored."""
     try:
         fn = resolve(handler)
     except Exception as exc:
@@ -77,7 +79,7 @@ def run_handler(
     while not future.done():
         left = ends - time.monotonic()
         if left <= 0:
-            message = f"the agent did not answer within {timeout_s:g} s"
+            message = f"the agent did not answer within {budget_s:g} s"
             return Outcome(TaskStatus.FAILED, error={"code": "timeout", "message": message})
         try:
             future.exception(timeout=min(left, check_every_s))

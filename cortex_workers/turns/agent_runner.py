@@ -61,6 +61,7 @@ def _run(rt: Runtime, task: AgentTask, attempt: int, card: AgentCard | None) -> 
             dict(task.input or {}),
             ctx,
             timeout_s=left,
+            budget_s=card.timeout_s,
             check_every_s=max(0.2, rt.settings.lease_s / 3),
             still_ours=still_ours,
         )
