@@ -161,6 +161,15 @@ def renew(db: Db, task_id: uuid.UUID, attempt: int, *, lease_s: float) -> bool:
     )
 
 
+def remember_remote(db: Db, task_id: uuid.UUID, attempt: int, remote_id: str) -> None:
+    """The remote (A2A) task a run started: a later run polls it instead of sending again."""
+    db.execute(
+        update(AgentTask)
+        .where(AgentTask.id == task_id, AgentTask.attempt == attempt, _OPEN)
+        .values(remote_task_id=remote_id[:200])
+    )
+
+
 def report_progress(
     db: Db, task_id: uuid.UUID, attempt: int, progress: dict[str, Any]
 ) -> AgentTask | None:

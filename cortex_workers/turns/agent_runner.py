@@ -4,9 +4,12 @@ end stored once, fenced by the claim's attempt."""
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 
+from ..agents.a2a import RemoteCall, run_remote
 from ..agents.cards import A2aCard, AgentCard, PythonCard
 from ..agents.python import AgentContext, Outcome, run_handler
 from ..runtime import Runtime, get_runtime
@@ -66,11 +69,35 @@ def _run(rt: Runtime, task: AgentTask, attempt: int, card: AgentCard | None) -> 
             still_ours=still_ours,
         )
     if isinstance(card, A2aCard):
-        from ..agents.a2a import run_remote
-
-        return run_remote(card, task, left, still_ours=still_ours)
+        return run_remote(card, _remote_call(rt, task, attempt, card, left, still_ours))
     message = f"the agent {task.agent!r} does not run on the agents queue"
     return Outcome(TaskStatus.FAILED, error={"code": "agent_error", "message": message})
+
+
+def _remote_call(
+    rt: Runtime,
+    task: AgentTask,
+    attempt: int,
+    card: A2aCard,
+    left: float,
+    still_ours: Callable[[], bool],
+) -> RemoteCall:
+    input_ = dict(task.input or {})
+    text = str(input_["task"]) if set(input_) == {"task"} else json.dumps(input_)
+
+    def remember(remote_id: str) -> None:
+        with transaction(rt.db) as db:
+            agent_tasks.remember_remote(db, task.id, attempt, remote_id)
+
+    return RemoteCall(
+        text=text,
+        message_id=str(task.id),
+        remote_task_id=task.remote_task_id,
+        remember=remember,
+        timeout_s=left,
+        budget_s=card.timeout_s,
+        still_ours=still_ours,
+    )
 
 
 def _seconds_left(task: AgentTask) -> float:
