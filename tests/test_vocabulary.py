@@ -22,6 +22,7 @@ from cortex_workers.vocabulary import (
     ProposalStatus,
     StepKind,
     StepStatus,
+    TaskStatus,
     ToolCallStatus,
     ToolSeverity,
     TurnStatus,
@@ -36,6 +37,7 @@ CHECKED: dict[tuple[str, str], type[enum.Enum]] = {
     ("tool_calls", "severity"): ToolSeverity,
     ("proposals", "status"): ProposalStatus,
     ("decisions", "kind"): DecisionKind,
+    ("agent_tasks", "status"): TaskStatus,
     ("whiteboard_blockers", "status"): BlockerStatus,
     ("whiteboard_entries", "kind"): WhiteboardEntryKind,
 }
@@ -120,3 +122,13 @@ def test_the_orm_type_refuses_it_before_postgres_sees_it(engine: Engine) -> None
                 id=uuid.uuid4(), turn_id=uuid.uuid4(), step_no=1, kind="thinking"
             )
         )
+
+
+def test_the_task_statuses_are_a2as_spellings() -> None:
+    assert [s.value for s in TaskStatus] == [
+        "submitted",
+        "working",
+        "completed",
+        "failed",
+        "canceled",
+    ]
