@@ -20,7 +20,8 @@ from .context import as_data
 class AgentAdditions:
     tools: list[ToolSpec]
     system: str | None
-    """Added to the system prompt (a sub-agent's view of its parent)."""
+    """A system message after the system prompt and summary: a sub-agent's view of its
+    parent (the parent's whiteboard)."""
     note: Message | None
     """The last message of a follow-up turn's context: the task's end, for the model to tell
     the user."""

@@ -146,8 +146,6 @@ def load_model_context(
         view.system_prompt if view.system_prompt is not None else rt.settings.system_prompt
     )
     agents = agent_additions(rt, db, claim.turn_id)  # agent tools, a follow-up's task
-    if agents.system:
-        system_prompt = "\n\n".join(p for p in (system_prompt, agents.system) if p)
     board = whiteboard_summary(db, view.session_id)
     offered = rt.tools.names() if view.tools is None else view.tools
     tools = _tool_specs(rt, offered_to(offered, has_whiteboard=board is not None))
@@ -155,6 +153,8 @@ def load_model_context(
     messages = system_messages(system_prompt, view.summary, tools=bool(tools))
     if board is not None:  # the coordinator's whiteboard, as it is at this step
         messages.append(Message(role="system", content=board))
+    if agents.system is not None:  # a sub-agent's view of its parent (its whiteboard)
+        messages.append(Message(role="system", content=agents.system))
     messages += coherent([to_message(r) for r in rows])
     if agents.note is not None:
         messages.append(agents.note)
