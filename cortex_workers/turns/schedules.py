@@ -33,6 +33,8 @@ from .steps import NextStep, step_ref
 from .submit import request_hash
 
 MAX_FIRINGS_PER_SWEEP = 200
+MAX_EVERY_S = 366 * 86400
+"""The longest period: a year (a rarer turn is a cron schedule)."""
 RETRY_FAILED_FIRING_S = 30.0
 """A firing that failed (not for want of the database) is tried again this much later."""
 log = logging.getLogger(__name__)
@@ -68,9 +70,9 @@ def check_rule(rule: Rule) -> Rule:
     if rule.every_s is not None:
         if rule.timezone is not None:
             raise InvalidRequest("timezone applies to cron schedules only", code="invalid_schedule")
-        if not math.isfinite(rule.every_s) or rule.every_s < 1:
+        if not math.isfinite(rule.every_s) or not 1 <= rule.every_s <= MAX_EVERY_S:
             raise InvalidRequest(
-                "every_s must be at least 1 second",
+                f"every_s must be at least 1 second and at most {MAX_EVERY_S} (a year)",
                 code="invalid_schedule",
                 details={"every_s": rule.every_s},
             )
@@ -84,7 +86,16 @@ def check_rule(rule: Rule) -> Rule:
         )
     zone = rule.timezone or "UTC"
     _zone(zone)
-    return Rule(cron=rule.cron, timezone=zone)
+    checked = Rule(cron=rule.cron, timezone=zone)
+    try:
+        next_run(checked, now=datetime.now(UTC))
+    except (ValueError, TypeError, OverflowError):  # e.g. "0 0 31 2 *": no such day
+        raise InvalidRequest(
+            f"cron expression {rule.cron!r} never fires",
+            code="invalid_schedule",
+            details={"cron": rule.cron},
+        ) from None
+    return checked
 
 
 def next_run(rule: Rule, *, now: datetime, previous: datetime | None = None) -> datetime:

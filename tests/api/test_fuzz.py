@@ -162,7 +162,18 @@ def owned(client: Api) -> Owned:
     assert client.wait_turn(tid)["status"] == "done"
     proposals = client.http.get(f"/v1/sessions/{sid}/proposals").json()
     assert len(proposals) == 1, proposals
-    return Owned({"session_id": sid, "turn_id": tid, "proposal_id": proposals[0]["id"]})
+    schedule = client.http.post(
+        f"/v1/sessions/{sid}/schedules", json={"content": "scheduled", "every_s": 3600}
+    )
+    assert schedule.status_code == 201, schedule.text
+    return Owned(
+        {
+            "session_id": sid,
+            "turn_id": tid,
+            "proposal_id": proposals[0]["id"],
+            "schedule_id": schedule.json()["id"],
+        }
+    )
 
 
 @pytest.fixture
@@ -190,8 +201,11 @@ def test_fuzzing_every_operation_gets_no_5xx_and_every_4xx_in_the_error_shape(
     missing = {op.label for op in operations} - set(tally.by_operation) - tally.nothing_to_negate
     assert not missing, f"operations never called: {sorted(missing)}"
     assert not tally.failures, "\n".join(tally.failures)
-    # the turns the fuzzer submitted to the tenant's session all end (nothing left running)
+    # the turns the fuzzer submitted to the tenant's session all end (nothing left running),
+    # once the schedules it created there stop firing
     sid = owned.ids["session_id"]
+    for schedule in client.http.get(f"/v1/sessions/{sid}/schedules").json()["schedules"]:
+        client.http.delete(f"/v1/schedules/{schedule['id']}")
     wait_until(
         lambda: client.http.get(f"/v1/sessions/{sid}").json()["active_turn"] is None,
         timeout=120,

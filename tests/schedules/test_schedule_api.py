@@ -21,6 +21,8 @@ BAD: list[tuple[str, dict[str, Any]]] = [
     ("every_s zero", {"every_s": 0}),
     ("every_s negative", {"every_s": -5}),
     ("every_s not a number", {"every_s": "often"}),
+    ("every_s beyond a year", {"every_s": 1e300}),
+    ("cron that never fires", {"cron": "0 0 31 2 *"}),
     ("timezone without cron", {"every_s": 30, "timezone": "Europe/Paris"}),
     ("no content", {"every_s": 30, "content": None}),
     ("empty content", {"every_s": 30, "content": ""}),
