@@ -18,6 +18,8 @@ TASKS = {
     queues.EXECUTE_PROPOSAL: Queue.TOOLS,
     queues.RUN_SUMMARIZE_STEP: Queue.SUMMARIZE,
     queues.RECONCILE: Queue.MAINTENANCE,
+    queues.RUN_AGENT_TASK: Queue.AGENTS,
+    queues.FIRE_SCHEDULES: Queue.MAINTENANCE,
 }
 
 
