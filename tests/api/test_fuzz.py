@@ -2,11 +2,11 @@
 
 Every operation in `/openapi.json` is called with data that fits its schema (positive) and with
 data that does not (negative), authenticated as a fresh tenant: first with generated ids, then,
-for operations that take ids, with ids of that tenant's own session, turn and proposal, so the
-handlers behind the 404 are fuzzed too. The two SSE routes are included: a stream that opens is
-closed at once (its status is what counts). No response may be a 5xx, and every 4xx must carry
-the error shape. Bounded and deterministic: `MAX_EXAMPLES` per operation, mode and id source,
-derandomized, no example database, no shrinking.
+for operations that take ids, with ids of that tenant's own session, turn, proposal and
+schedule, so the handlers behind the 404 are fuzzed too. The two SSE routes are included: a
+stream that opens is closed at once (its status is what counts). No response may be a 5xx, and
+every 4xx must carry the error shape. Bounded and deterministic: `MAX_EXAMPLES` per operation,
+mode and id source, derandomized, no example database, no shrinking.
 
 Also explicit: absurd paging values are 422 and an oversized body is 413, in the error shape.
 """
