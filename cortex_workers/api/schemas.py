@@ -214,6 +214,11 @@ class TurnOut(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     events_url: str
+    trigger: dict[str, Any] | None = Field(
+        default=None,
+        description='What started a turn no user posted: `{"kind": "task", "task_id"}` for '
+        "the follow-up of a background agent task; null for a user's turn.",
+    )
     trace_id: str | None = Field(
         description="The turn's trace (32 hex digits) in the tracing backend: every step of the "
         "turn is a span in it. Null when tracing was off as the turn was submitted."

@@ -130,6 +130,7 @@ def turn_out(db: Db, turn: Turn) -> TurnOut:
         started_at=turn.started_at,
         finished_at=turn.finished_at,
         events_url=events_url(turn.id),
+        trigger=turn.trigger,
         trace_id=trace_id(turn.traceparent),
     )
 

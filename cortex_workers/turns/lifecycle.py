@@ -116,7 +116,7 @@ def promote_next(rt: Runtime, db: Db, session_id: uuid.UUID) -> list[NextStep]:
         db,
         turn_id=turn.id,
         session_id=session_id,
-        content=None if turn.trigger is not None else turn.content,
+        content=None if turn.trigger is not None and not turn.content else turn.content,
     )
 
 

@@ -31,6 +31,8 @@ def test_the_answer_arrives_later_as_a_new_assistant_message(client: Api) -> Non
 
     follow_up = client.turn(task["follow_up_turn_id"])
     assert follow_up["status"] == "done"
+    assert follow_up["trigger"] == {"kind": "task", "task_id": task["id"]}
+    assert first["trigger"] is None
     assert task["result"] in follow_up["answer"]
 
     reader.join(60)
