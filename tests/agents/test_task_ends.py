@@ -3,6 +3,8 @@ agent, one that runs out of time, a cancelled task, and a task whose worker is S
 
 from __future__ import annotations
 
+import time
+import uuid
 from typing import Any
 
 from agents.helpers import ACK, coordinator, follow_up_of, tasks
@@ -87,3 +89,23 @@ def test_a_sigkilled_agents_worker_gives_one_result_and_one_follow_up(
     assert only["follow_up_turn_id"] == task["follow_up_turn_id"]
     turns = _turns_of(client, sid)
     assert len(turns) == 2 and turns[-1] == task["follow_up_turn_id"]
+
+
+def test_redelivered_task_messages_give_one_result_and_one_follow_up(client: Api) -> None:
+    from cortex_workers.dispatch import publish
+    from cortex_workers.turns.steps import AgentTaskRef
+
+    sid = coordinator(client, "research", {"task": "duplicates"})
+    _started(client, sid)
+    task = _working(client, sid)
+    ref = AgentTaskRef(uuid.UUID(task["id"]))
+    assert publish([ref, ref]) == 2  # while a runner holds it: claimed by nobody else
+    task = follow_up_of(client, sid)
+    assert task["status"] == "completed"
+    assert publish([ref]) == 1  # after its end: nothing
+    wait_until(lambda: client.turn(task["follow_up_turn_id"])["status"] == "done")
+    time.sleep(2)  # room for a wrong second follow-up to appear
+    assert len(_turns_of(client, sid)) == 2
+    (only,) = tasks(client, sid)
+    assert only["follow_up_turn_id"] == task["follow_up_turn_id"]
+    assert only["finished_at"] == task["finished_at"]
