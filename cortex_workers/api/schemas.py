@@ -142,6 +142,7 @@ class SessionOut(BaseModel):
     model: str
     tools: list[str] | None
     metadata: dict[str, Any]
+    whiteboard: bool = Field(description="Created with `whiteboard: true`: a coordinator.")
     summary: str
     summary_upto_seq: int
     active_turn: ActiveTurn | None

@@ -11,6 +11,7 @@ from ..runtime import Runtime
 from ..store import proposals, repo, tool_calls
 from ..store import steps as step_store
 from ..store.models import Message, Proposal, Session, Turn
+from ..store.whiteboard import has_board
 from ..vocabulary import TurnStatus
 from .schemas import (
     ActiveTurn,
@@ -41,6 +42,7 @@ def session_out(rt: Runtime, db: Db, session: Session) -> SessionOut:
         model=model,
         tools=session.tools,
         metadata=session.metadata_ or {},
+        whiteboard=has_board(db, session.id),
         summary=session.summary,
         summary_upto_seq=session.summary_upto_seq,
         active_turn=ActiveTurn(id=running.id, seq=running.seq, status=running.status)

@@ -94,7 +94,10 @@ def test_a_session_without_a_whiteboard_has_none(client: Api) -> None:
 
 
 def test_another_tenant_cannot_read_the_board(client: Api, other_client: Api) -> None:
-    sid = client.create_session(whiteboard=True)["id"]
+    created = client.create_session(whiteboard=True)
+    sid = created["id"]
+    assert created["whiteboard"] is True and client.create_session()["whiteboard"] is False
+    assert client.http.get(f"/v1/sessions/{sid}").json()["whiteboard"] is True
     assert client.http.get(f"/v1/sessions/{sid}/whiteboard").status_code == 200
     assert other_client.http.get(f"/v1/sessions/{sid}/whiteboard").status_code == 404
 
