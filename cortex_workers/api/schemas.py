@@ -142,6 +142,12 @@ class SessionOut(BaseModel):
     model: str
     tools: list[str] | None
     metadata: dict[str, Any]
+    agents: list[str] = Field(
+        default_factory=list, description="Agents offered as `<name>_agent` tools."
+    )
+    parent_session_id: uuid.UUID | None = Field(
+        default=None, description="For a sub-agent's (child) session: the calling session."
+    )
     whiteboard: bool = Field(description="Created with `whiteboard: true`: a coordinator.")
     summary: str
     summary_upto_seq: int

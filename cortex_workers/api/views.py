@@ -42,6 +42,8 @@ def session_out(rt: Runtime, db: Db, session: Session) -> SessionOut:
         model=model,
         tools=session.tools,
         metadata=session.metadata_ or {},
+        agents=list(session.agents or []),
+        parent_session_id=session.parent_session_id,
         whiteboard=has_board(db, session.id),
         summary=session.summary,
         summary_upto_seq=session.summary_upto_seq,

@@ -93,6 +93,7 @@ def create_session(rt: Runtime, tenant_id: uuid.UUID, spec: SessionSpec) -> Sess
             metadata_=spec.metadata,
         )
         session.agents = spec.agents or None
+        db.flush()  # before the refresh below, which would drop the change
         if spec.whiteboard:
             create_board(db, session.id)
         db.refresh(session)

@@ -29,7 +29,8 @@ def test_an_llm_sub_agent_runs_as_a_child_turn_with_its_own_tool(client: Api) ->
     assert task["status"] == "completed"
     assert task["result"] == "The product is 42, checked with the calculator."
     child = task["child_session_id"]
-    assert child is not None
+    assert client.http.get(f"/v1/sessions/{child}").json()["parent_session_id"] == sid
+    assert client.http.get(f"/v1/sessions/{sid}").json()["agents"] == ["math"]
 
     # the parent's model read the sub-agent's answer as the call's result
     tool_messages = [m for m in client.messages(sid) if m["role"] == "tool"]
