@@ -17,6 +17,7 @@ from ..vocabulary import (
     OPEN_TASK_STATUSES,
     TERMINAL_TURN_STATUSES,
     AgentKind,
+    AgentMode,
     StepStatus,
     TaskStatus,
 )
@@ -260,6 +261,25 @@ def lost(db: Db, *, republish_after_s: float, limit: int = 100) -> Sequence[uuid
             .values(lease_until=func.now() + wait)
         )
     return ids
+
+
+def orphaned(db: Db, *, limit: int = 100) -> Sequence[uuid.UUID]:
+    """Open foreground tasks whose calling turn has ended (cancelled, failed, past its
+    deadline): nobody waits for their answer."""
+    return (
+        db.execute(
+            select(AgentTask.id)
+            .join(Turn, Turn.id == AgentTask.turn_id)
+            .where(
+                _OPEN,
+                AgentTask.mode == AgentMode.FOREGROUND.value,
+                Turn.status.in_(TERMINAL_TURN_STATUSES),
+            )
+            .limit(limit)
+        )
+        .scalars()
+        .all()
+    )
 
 
 def children_ended(db: Db, *, limit: int = 100) -> Sequence[tuple[uuid.UUID, uuid.UUID]]:

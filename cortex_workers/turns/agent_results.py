@@ -12,7 +12,6 @@ from typing import Any
 
 from sqlalchemy.orm import Session as Db
 
-from ..errors import ConflictError, NotFound
 from ..messages import AgentDone, TaskChanged, ToolResultReady
 from ..runtime import Runtime
 from ..store import agent_tasks, repo, tool_results
@@ -23,7 +22,7 @@ from ..streaming import emit_batch_event, emit_session_notice
 from ..vocabulary import AgentMode, TaskStatus, ToolSeverity, TurnStatus
 from . import agent_hooks
 from .follow_up import queue_follow_up
-from .lifecycle import announce, create_model_step, end_turn
+from .lifecycle import create_model_step
 from .steps import NextStep
 
 
@@ -215,38 +214,3 @@ def child_turn_ended(rt: Runtime, turn_id: uuid.UUID) -> list[NextStep]:
             return complete(rt, task_id, status=TaskStatus.CANCELED, error=error)
         case _:
             return complete(rt, task_id, status=TaskStatus.FAILED, error=error)
-
-
-def cancel_task(rt: Runtime, *, tenant_id: uuid.UUID, task_id: uuid.UUID) -> list[NextStep]:
-    """Cancel an open task (a sub-agent's turn is cancelled with it); its end is handled like
-    any other (a foreground call's tool result, a background call's follow-up turn).
-    `ConflictError` when it has ended already."""
-    with transaction(rt.db) as db:
-        task = agent_tasks.get(db, task_id, tenant_id=tenant_id)
-        if task is None:
-            raise NotFound(f"task {task_id} not found")
-        child_turn = task.child_turn_id
-    error = {"code": "canceled", "message": "the task was cancelled"}
-    publish = complete(rt, task_id, status=TaskStatus.CANCELED, error=error)
-    if not publish:
-        with transaction(rt.db) as db:
-            task = agent_tasks.get(db, task_id)
-        if task is not None and TaskStatus(task.status) != TaskStatus.CANCELED:
-            raise ConflictError(
-                f"task {task_id} has already ended ({task.status}); nothing to cancel",
-                code="task_finished",
-                details={"status": task.status},
-            )
-    if child_turn is not None:
-        with transaction(rt.db) as db:
-            turn = repo.get_turn(db, child_turn)
-            if turn is not None and not turn.status.is_terminal:
-                repo.get_session(db, turn.session_id, lock=True)
-                ended, more = end_turn(
-                    rt, db, session_id=turn.session_id, turn_id=turn.id, status=TurnStatus.CANCELLED
-                )
-            else:
-                ended, more = None, []
-        announce(rt, ended)
-        publish += more
-    return publish

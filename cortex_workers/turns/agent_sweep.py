@@ -1,5 +1,6 @@
-"""The reconciler's part for agent tasks: end tasks past their deadline (timed out), end the
-tasks of sub-agent turns that ended, and send again python and A2A tasks that were lost or
+"""The reconciler's part for agent tasks: end tasks past their deadline (timed out), cancel
+foreground tasks whose calling turn ended, end the tasks of sub-agent turns that ended, and
+send again python and A2A tasks that were lost or
 whose runner stopped renewing its lease (killed)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from ..runtime import Runtime
 from ..store import agent_tasks
 from ..store.db import transaction
 from ..vocabulary import TaskStatus
+from .agent_cancel import ORPHANED, stop_task
 from .agent_results import child_turn_ended, complete
 from .steps import AgentTaskRef, NextStep
 
@@ -34,6 +36,10 @@ def sweep_agent_tasks(rt: Runtime) -> AgentSweep:
         )
         out.timed_out += 1
         out.ended += publish
+    with transaction(rt.db) as db:
+        orphans = list(agent_tasks.orphaned(db))
+    for task_id in orphans:
+        out.ended += stop_task(rt, task_id, error=ORPHANED)
     with transaction(rt.db) as db:
         children = list(agent_tasks.children_ended(db))
     for _, turn_id in children:

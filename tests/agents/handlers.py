@@ -23,5 +23,6 @@ def failing(input: dict[str, Any], ctx: Any) -> str:
 
 
 def sleepy(input: dict[str, Any], ctx: Any) -> str:
+    ctx.progress(0.0, "sleeping")
     time.sleep(float(input.get("seconds", 30)))
     return "woke up"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from support import Api
+from support import Api, wait_until
 
 DONE_TEXT = "Thanks, that settles it."
 
@@ -83,3 +83,40 @@ def test_invalid_arguments_are_an_error_the_model_reads(client: Api) -> None:
     assert tool["is_error"] is True
     assert "invalid arguments for lookup_agent" in tool["content"]
     assert client.http.get(f"/v1/sessions/{sid}/tasks").json() == []
+
+
+def _slow_call(client: Api) -> tuple[str, str, dict[str, object]]:
+    sid = _parent(client, "slow_fg", {"seconds": 6})
+    tid = client.submit(sid, "take your time")
+    task = wait_until(
+        lambda: next((t for t in _tasks(client, sid) if t["progress"]), None),
+        timeout=30,
+        what="the handler to start",
+    )
+    return sid, tid, dict(task)
+
+
+def _tasks(client: Api, sid: str) -> list[dict[str, object]]:
+    return list(client.http.get(f"/v1/sessions/{sid}/tasks").json())
+
+
+def test_cancelling_a_foreground_task_is_an_error_result_the_model_reads(client: Api) -> None:
+    sid, tid, task = _slow_call(client)
+    r = client.http.post(f"/v1/tasks/{task['id']}/cancel")
+    assert r.status_code == 200 and r.json()["status"] == "canceled"
+    turn = client.wait_turn(tid)
+    assert turn["status"] == "done" and turn["answer"] == DONE_TEXT
+    (tool,) = [m for m in client.messages(sid) if m["role"] == "tool"]
+    assert tool["is_error"] is True and "canceled" in tool["content"]
+
+
+def test_a_foreground_task_whose_turn_is_cancelled_is_cancelled_too(client: Api) -> None:
+    sid, tid, task = _slow_call(client)
+    assert client.http.post(f"/v1/turns/{tid}/cancel").status_code == 200
+    (ended,) = wait_until(
+        lambda: [t for t in _tasks(client, sid) if t["status"] == "canceled"],
+        timeout=30,
+        what="the reconciler to cancel the orphaned task",
+    )
+    assert ended["error"]["message"] == "the calling turn ended before the agent answered"
+    assert ended["follow_up_turn_id"] is None
