@@ -172,8 +172,22 @@ def owned(client: Api) -> Owned:
             "turn_id": tid,
             "proposal_id": proposals[0]["id"],
             "schedule_id": schedule.json()["id"],
+            "task_id": _agent_task(client),
         }
     )
+
+
+def _agent_task(client: Api) -> str:
+    """An agent task of the fuzzing tenant (a finished foreground call of `lookup`)."""
+    sid = client.scripted_session(
+        {"tool_calls": [{"name": "lookup_agent", "arguments": {"task": "t"}}]},
+        {"text": "ok"},
+        agents=["lookup"],
+        tools=[],
+    )
+    assert client.wait_turn(client.submit(sid, "call it"))["status"] == "done"
+    (task,) = client.http.get(f"/v1/sessions/{sid}/tasks").json()
+    return str(task["id"])
 
 
 @pytest.fixture

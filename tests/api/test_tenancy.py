@@ -129,7 +129,12 @@ def test_another_tenants_ids_answer_404_on_every_route_and_leak_nothing(
     assert [p["status"] for p in proposals] == ["pending"], proposals
     pid = proposals[0]["id"]
     messages_before = client.messages(sid)
-    theirs_ids = {"session_id": sid, "turn_id": tid, "proposal_id": pid}
+    theirs_ids = {
+        "session_id": sid,
+        "turn_id": tid,
+        "proposal_id": pid,
+        "task_id": _agent_task(client),
+    }
 
     routes = _routes_with_ids(other_client)
     bodies = _bodies(other_client)
@@ -182,6 +187,19 @@ def test_another_tenants_ids_answer_404_on_every_route_and_leak_nothing(
     assert client.http.get(f"/v1/proposals/{pid}").json() == proposals[0]
 
 
+def _agent_task(client: Api) -> str:
+    """An agent task of A's (a finished foreground call of `lookup`)."""
+    sid = client.scripted_session(
+        {"tool_calls": [{"name": "lookup_agent", "arguments": {"task": SECRET_CONTENT}}]},
+        {"text": "ok"},
+        agents=["lookup"],
+        tools=[],
+    )
+    assert client.wait_turn(client.submit(sid, "call it"))["status"] == "done"
+    (task,) = client.http.get(f"/v1/sessions/{sid}/tasks").json()
+    return str(task["id"])
+
+
 def test_another_tenant_cannot_cancel_a_running_turn(client: Api, other_client: Api) -> None:
     sid = client.scripted_session({"text": "slow reply here", "first_token_ms": 3000})
     tid = client.submit(sid, "take your time")
@@ -209,7 +227,7 @@ def test_another_tenants_idempotency_key_is_its_own(client: Api, other_client: A
 
 def test_openapi_id_routes_are_the_ones_the_walk_expects(client: Api) -> None:
     routes = _routes_with_ids(client)
-    assert all(re.search(r"\{(session_id|turn_id|proposal_id)\}", p) for _, p in routes)
+    assert all(re.search(r"\{(session_id|turn_id|proposal_id|task_id)\}", p) for _, p in routes)
     assert {
         ("GET", "/v1/sessions/{session_id}"),
         ("GET", "/v1/sessions/{session_id}/messages"),
@@ -222,6 +240,8 @@ def test_openapi_id_routes_are_the_ones_the_walk_expects(client: Api) -> None:
         ("GET", "/v1/proposals/{proposal_id}"),
         ("POST", "/v1/proposals/{proposal_id}/confirm"),
         ("POST", "/v1/proposals/{proposal_id}/reject"),
+        ("GET", "/v1/sessions/{session_id}/tasks"),
+        ("POST", "/v1/tasks/{task_id}/cancel"),
     } <= set(routes)
 
 
