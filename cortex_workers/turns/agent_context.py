@@ -28,6 +28,9 @@ class AgentAdditions:
 
 
 def agent_additions(rt: Runtime, db: Executor, turn_id: uuid.UUID) -> AgentAdditions:
+    """Nothing, without a query, where no agent is configured."""
+    if not rt.agents.cards:
+        return AgentAdditions([], None, None)
     found = agent_tasks.turn_agents(db, turn_id)
     tools = rt.agents.specs(found.agents) if found.agents else []
     system = (
