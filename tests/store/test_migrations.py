@@ -32,6 +32,7 @@ TABLES = {
     "tool_calls",
     "decisions",
     "proposals",
+    "agent_tasks",
 }
 
 
