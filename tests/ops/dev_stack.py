@@ -26,6 +26,7 @@ QUEUE_NODES = {
     "llm": ["llm"],
     "tools": ["tools"],
     "summarize-maintenance": ["maintenance", "summarize"],
+    "agents": ["agents"],
 }
 
 

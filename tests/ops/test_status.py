@@ -21,6 +21,7 @@ def test_status_prints_queues_workers_and_turns(dev_stack: DevStack) -> None:
         ("tools", "tools@"),
         ("summarize", "summarize-maintenance@"),
         ("maintenance", "summarize-maintenance@"),
+        ("agents", "agents@"),
     ]:
         assert node in rows[queue], out.stdout
     assert "turns in the last hour:" in out.stdout
@@ -31,12 +32,19 @@ def test_status_prints_queues_workers_and_turns(dev_stack: DevStack) -> None:
         cli("status", "--json", "--data-dir", str(dev_stack.data_dir), env=dev_env()).stdout
     )
     assert report["ok"] is True
-    assert [q["queue"] for q in report["queues"]] == ["llm", "tools", "summarize", "maintenance"]
+    assert [q["queue"] for q in report["queues"]] == [
+        "llm",
+        "tools",
+        "summarize",
+        "maintenance",
+        "agents",
+    ]
     assert all(q["depth"] == 0 and q["in_flight"] == 0 for q in report["queues"])
     assert {w["name"].split("@")[0] for w in report["workers"]} == {
         "llm",
         "tools",
         "summarize-maintenance",
+        "agents",
     }
     assert report["turns_last_hour"]["done"] >= 1
     assert report["problems"] == []
