@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cortex_workers.queues import DISPATCH_WEBHOOKS, RECONCILE, SWEEP_JOBS, Queue
+from cortex_workers.queues import DISPATCH_WEBHOOKS, FIRE_SCHEDULES, RECONCILE, SWEEP_JOBS, Queue
 from cortex_workers.settings import Settings
 
 
@@ -30,6 +30,15 @@ def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
             "options": {
                 "queue": Queue.MAINTENANCE.value,
                 "expires": max(webhooks_every * 2, 2.0),
+            },
+        },
+        "fire_schedules": {
+            "task": FIRE_SCHEDULES,
+            "schedule": settings.schedules_every_s,
+            # Firing is idempotent per schedule and fire time: a late sweep only repeats work.
+            "options": {
+                "queue": Queue.MAINTENANCE.value,
+                "expires": max(settings.schedules_every_s * 2, 2.0),
             },
         },
     }

@@ -37,6 +37,7 @@ def create_app() -> Celery:
             "cortex_workers.tasks.maintenance",
             "cortex_workers.tasks.webhooks",
             "cortex_workers.tasks.jobs",
+            "cortex_workers.tasks.agents",
         ],
     )
     celery.conf.update(celery_settings(settings))

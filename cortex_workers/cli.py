@@ -29,6 +29,7 @@ QUEUE_POOLS: dict[str, tuple[str, int]] = {
     Queue.TOOLS: ("threads", 32),
     Queue.WEBHOOKS: ("threads", 16),
     Queue.BATCH: ("threads", 8),
+    Queue.AGENTS: ("threads", 16),
 }
 """Model steps wait on providers' streams through sockets: greenlets hold hundreds of them per
 process for less CPU than threads (docs/benchmarks.md). Tools stay on threads: a tool that

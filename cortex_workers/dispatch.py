@@ -16,12 +16,13 @@ from celery import current_app
 from .queues import (
     DELIVER_WEBHOOK,
     EXECUTE_PROPOSAL,
+    RUN_AGENT_TASK,
     RUN_BATCH_JOB,
     RUN_JOB,
     Queue,
     step_route,
 )
-from .turns.steps import NextStep
+from .turns.steps import AgentTaskRef, NextStep, Publish
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +39,14 @@ def argsrepr(step: NextStep) -> str:
     return " ".join(parts)
 
 
-def publish(steps: Iterable[NextStep]) -> int:
-    """Send each step's task (task id = step id); returns how many were sent."""
+def publish(steps: Iterable[Publish]) -> int:
+    """Send each step's task (task id = step id), and each agent task's run; returns how many
+    were sent."""
     sent = 0
     for step in steps:
+        if isinstance(step, AgentTaskRef):
+            sent += publish_agent_task(step)
+            continue
         route = step_route(step.kind)
         try:
             current_app.send_task(
@@ -117,3 +122,19 @@ def publish_jobs(job_ids: Iterable[uuid.UUID], *, batch: bool) -> None:
             )
         except Exception:
             log.warning("could not publish job %s; the sweep will", job_id, exc_info=True)
+
+
+def publish_agent_task(task: AgentTaskRef) -> int:
+    """Hand an agent task to an `agents` worker (re-sent by the reconciler if lost)."""
+    try:
+        current_app.send_task(
+            RUN_AGENT_TASK,
+            args=[str(task.id)],
+            queue=Queue.AGENTS.value,
+            argsrepr=f"task={task.id} session={task.session_id}",
+            kwargsrepr="",
+        )
+    except Exception:
+        log.warning("could not publish agent task %s; the reconciler will", task.id, exc_info=True)
+        return 0
+    return 1

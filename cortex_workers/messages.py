@@ -1,13 +1,16 @@
 """Typed values, no ids from storage: conversation messages, the events a provider streams and
-their fold into one `Completion`, and the events of a turn's stream with their one encoding."""
+their fold into one `Completion`, and the events of a turn's stream with their one encoding.
+
+It is long because the whole stream contract (every event type, the unions and the one
+encoder, docs/events.md) is kept in one place, where `assert_never` checks it is complete."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, assert_never
 
-from .vocabulary import ProposalStatus, ToolSeverity, TurnStatus
+from .vocabulary import AgentMode, ProposalStatus, TaskStatus, ToolSeverity, TurnStatus
 
 Role = Literal["system", "user", "assistant", "tool"]
 FinishReason = Literal["stop", "tool_calls", "length", "cancelled"]
@@ -230,6 +233,45 @@ class ProposalChanged:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AgentStarted:
+    """An agent call (`<name>_agent`) started a task: in the calling turn's tool batch."""
+
+    id: str
+    """The model's tool call id."""
+    name: str
+    agent: str
+    task_id: str
+    mode: AgentMode
+    event: Literal["agent_started"] = "agent_started"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentDone:
+    """A foreground agent call ended; its answer follows as the call's `tool_result`."""
+
+    id: str
+    name: str
+    agent: str
+    task_id: str
+    status: TaskStatus
+    event: Literal["agent_done"] = "agent_done"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskChanged:
+    """An agent task changed state or reported progress: on the session's notices."""
+
+    id: str
+    agent: str
+    status: TaskStatus
+    progress: dict[str, Any] | None
+    """`{"fraction", "note"}` as the agent last reported it."""
+    error: dict[str, Any] | None
+    follow_up_turn_id: str | None
+    event: Literal["task"] = "task"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StepRestart:
     """Drop the partial text a client holds of this model step: a new attempt starts it over,
     or the turn ended while it streamed."""
@@ -282,14 +324,19 @@ TurnEvent = (
     | ToolResultReady
     | ToolProgress
     | ProposalChanged
+    | AgentStarted
+    | AgentDone
+    | TaskChanged
     | StepRestart
     | AssistantMessage
     | TurnError
     | TurnDone
 )
 """Every event a turn's stream (or a session's notices) carries."""
-BatchEvent = ToolResultReady | ToolProgress | ProposalChanged
+BatchEvent = ToolResultReady | ToolProgress | ProposalChanged | AgentStarted | AgentDone
 """The events of a tool batch, written between its model step and the next."""
+SessionNotice = ProposalChanged | TaskChanged
+"""The events of a session that belong to no turn."""
 
 
 def event_data(event: TurnEvent) -> dict[str, Any]:
@@ -335,6 +382,8 @@ def event_data(event: TurnEvent) -> dict[str, Any]:
                 "reversible": event.reversible,
                 "expires_at": event.expires_at,
             }
+        case AgentStarted() | AgentDone() | TaskChanged():  # the fields, in declared order
+            return {f.name: getattr(event, f.name) for f in fields(event) if f.name != "event"}
         case StepRestart(step=step, attempt=attempt):
             return {"step": step, "attempt": attempt}
         case AssistantMessage():

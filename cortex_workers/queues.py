@@ -25,6 +25,7 @@ class Queue(StrEnum):
     WEBHOOKS = "webhooks"
     BATCH = "batch"
     """Jobs of batches: their own workers, so a large batch never delays interactive turns."""
+    AGENTS = "agents"
 
 
 QUEUES: Final = tuple(Queue)
@@ -45,6 +46,8 @@ SWEEP_JOBS: Final = task_name(Queue.MAINTENANCE, "sweep_jobs")
 DELIVER_WEBHOOK: Final = task_name(Queue.WEBHOOKS, "deliver")
 RUN_JOB: Final = task_name(Queue.LLM, "run_job")
 RUN_BATCH_JOB: Final = task_name(Queue.BATCH, "run_job")
+FIRE_SCHEDULES: Final = task_name(Queue.MAINTENANCE, "fire_schedules")
+RUN_AGENT_TASK: Final = task_name(Queue.AGENTS, "run_agent_task")
 
 
 @dataclass(frozen=True, slots=True)

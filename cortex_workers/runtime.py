@@ -15,6 +15,7 @@ import redis
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from .agents import AgentRegistry, load_agents
 from .providers.limits import Health, RateLimiter
 from .providers.registry import ProviderRegistry
 from .settings import DEFAULT_CONFIG, Settings, config_path, get_settings
@@ -22,6 +23,7 @@ from .store.db import make_engine, make_sessionmaker
 from .stream_writer import PipelinedWriter
 from .tools import ToolRegistry
 from .tools.loading import LoadedTools, load_tools
+from .whiteboard import register_whiteboard_tools
 
 
 @dataclass
@@ -84,18 +86,30 @@ class Runtime:
         plugins = self.settings.plugins_dir
         config = config_path()  # by default, plugins sit next to the config file in force
         default = config.parent / "plugins" if config is not None else DEFAULT_PLUGINS_DIR
-        return load_tools(
+        loaded = load_tools(
             modules=self.settings.tool_modules,
             plugins_dir=Path(plugins) if plugins else default,
         )
+        register_whiteboard_tools(loaded.registry, lambda: self.engine)
+        return loaded
 
     @property
     def tools(self) -> ToolRegistry:
         return self.loaded_tools.registry
 
+    @cached_property
+    def agents(self) -> AgentRegistry:
+        configured = self.settings.agents_dir
+        config = config_path()
+        default = (
+            config.parent / "agents" if config is not None else DEFAULT_CONFIG.parent / "agents"
+        )
+        return load_agents(Path(configured) if configured else default, self.settings.agents)
+
     def reload_tools(self) -> None:
         """Read tool modules and plugin manifests again (SIGHUP)."""
         self.__dict__.pop("loaded_tools", None)
+        self.__dict__.pop("agents", None)
         _ = self.loaded_tools
 
     def close(self) -> None:

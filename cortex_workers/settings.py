@@ -82,6 +82,8 @@ class TomlSource(PydanticBaseSettingsSource):
             raise FileNotFoundError(f"CORTEX_CONFIG points at {path}, which does not exist")
         data = _substitute_env_deep(tomllib.loads(path.read_text()))
         values: dict[str, Any] = dict(data.get("cortex", {}))
+        if "agents" in data:  # `[agents.<name>]` tables: agent cards
+            values["agents"] = data["agents"]
         llm = data.get("llm", {})
         for key, field_name in LLM_TABLE_KEYS.items():
             if key in llm:
@@ -211,6 +213,9 @@ class Settings(BaseSettings):
         default=30.0, gt=0, description="A pending step not claimed this long is re-published."
     )
     reconcile_every_s: float = Field(default=5.0, gt=0)
+    schedules_every_s: float = Field(
+        default=1.0, gt=0, description="How often beat fires the due scheduled turns."
+    )
     visibility_timeout_s: int = Field(default=43200, gt=0)
 
     # Streaming.
@@ -229,6 +234,13 @@ class Settings(BaseSettings):
     plugins_dir: OptionalText = None
     """Plugin tool manifests (*.yaml); default: config/plugins next to the package."""
     proposal_ttl_s: float = Field(default=600.0, gt=0, description="Unanswered proposals expire.")
+
+    # Agents.
+    agents_dir: OptionalText = None
+    """Agent cards (*.yaml); default: config/agents next to the config file in force."""
+    agents: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Agent cards of the config file's `[agents.<name>]`."
+    )
     proposal_execution_timeout_s: float = Field(
         default=300.0, gt=0, description="An execution not reported by then is marked failed."
     )

@@ -28,7 +28,7 @@ from redis.typing import EncodableT, FieldT, XReadResponse
 from .keys import cancel_key, notices_key, stream_key
 from .messages import (
     BatchEvent,
-    ProposalChanged,
+    SessionNotice,
     StepRestart,
     StreamOpened,
     TurnDone,
@@ -162,7 +162,7 @@ def emit_batch_event(
 
 
 def emit_session_notice(
-    client: redis.Redis, session_id: uuid.UUID, *, event: ProposalChanged, ttl_s: int
+    client: redis.Redis, session_id: uuid.UUID, *, event: SessionNotice, ttl_s: int
 ) -> None:
     """An event about the session outside any turn (a proposal confirmed, rejected, expired,
     executed); the session's SSE stream carries these too."""

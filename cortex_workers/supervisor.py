@@ -42,6 +42,7 @@ WORKER_QUEUES = (
     f"{Queue.SUMMARIZE},{Queue.MAINTENANCE}",
     Queue.WEBHOOKS.value,
     Queue.BATCH.value,
+    Queue.AGENTS.value,
 )
 
 

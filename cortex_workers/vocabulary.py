@@ -214,3 +214,54 @@ class BudgetScope(StrEnum):
     GLOBAL = "global"
     TENANT = "tenant"
     SESSION = "session"
+
+
+class TaskStatus(StrEnum):
+    """An agent task (a call of an agent): `submitted`, `working`, then one of three ends.
+    The spellings are A2A's task states."""
+
+    SUBMITTED = "submitted"
+    WORKING = "working"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL_TASK_STATUSES
+
+
+TERMINAL_TASK_STATUSES = frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELED})
+OPEN_TASK_STATUSES = (TaskStatus.SUBMITTED, TaskStatus.WORKING)
+
+
+class AgentMode(StrEnum):
+    """How an agent's call runs: inside the turn, or after it with a follow-up turn."""
+
+    FOREGROUND = "foreground"
+    BACKGROUND = "background"
+
+
+class AgentKind(StrEnum):
+    """What runs an agent: a sub-agent turn, a python handler, or a remote A2A agent."""
+
+    LLM = "llm"
+    PYTHON = "python"
+    A2A = "a2a"
+
+
+class BlockerStatus(StrEnum):
+    """A blocker on a session's whiteboard: `open` until the team resolves it."""
+
+    OPEN = "open"
+    RESOLVED = "resolved"
+
+
+class WhiteboardEntryKind(StrEnum):
+    """What a whiteboard log entry records (the board's recent updates)."""
+
+    MISSION = "mission"
+    PROGRESS = "progress"
+    BLOCKER = "blocker"
+    DECISION = "decision"
+    NOTE = "note"

@@ -24,6 +24,7 @@ QUEUE_GROUPS = {
     "summarize": ["summarize", "maintenance"],
     "webhooks": ["webhooks"],
     "batch": ["batch"],
+    "agents": ["agents"],
 }
 
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 import pytest
 
 from cortex_workers.messages import (
+    AgentDone,
+    AgentStarted,
     AssistantMessage,
     CompletionBuilder,
     FinishEvent,
     ProposalChanged,
     StepRestart,
     StreamOpened,
+    TaskChanged,
     TextDelta,
     Token,
     ToolCall,
@@ -28,7 +31,13 @@ from cortex_workers.messages import (
     encode,
 )
 from cortex_workers.providers.base import collect
-from cortex_workers.vocabulary import ProposalStatus, ToolSeverity, TurnStatus
+from cortex_workers.vocabulary import (
+    AgentMode,
+    ProposalStatus,
+    TaskStatus,
+    ToolSeverity,
+    TurnStatus,
+)
 
 WIRE: list[tuple[TurnEvent, str, str]] = [
     (StreamOpened(), "open", "{}"),
@@ -73,6 +82,44 @@ WIRE: list[tuple[TurnEvent, str, str]] = [
         '{"id": "p1", "action": "restart", "product": "api", "rationale": "errors",'
         ' "status": "pending", "params": {}, "blast_radius": null, "reversible": null,'
         ' "expires_at": "2026-11-24T23:00:00+00:00"}',
+    ),
+    (
+        AgentStarted(
+            id="call_0_0",
+            name="research_agent",
+            agent="research",
+            task_id="t1",
+            mode=AgentMode.BACKGROUND,
+        ),
+        "agent_started",
+        '{"id": "call_0_0", "name": "research_agent", "agent": "research", "task_id": "t1",'
+        ' "mode": "background"}',
+    ),
+    (
+        AgentDone(
+            id="call_0_0",
+            name="math_agent",
+            agent="math",
+            task_id="t2",
+            status=TaskStatus.COMPLETED,
+        ),
+        "agent_done",
+        '{"id": "call_0_0", "name": "math_agent", "agent": "math", "task_id": "t2",'
+        ' "status": "completed"}',
+    ),
+    (
+        TaskChanged(
+            id="t1",
+            agent="research",
+            status=TaskStatus.WORKING,
+            progress={"fraction": 0.4, "note": "reading source 3"},
+            error=None,
+            follow_up_turn_id=None,
+        ),
+        "task",
+        '{"id": "t1", "agent": "research", "status": "working",'
+        ' "progress": {"fraction": 0.4, "note": "reading source 3"}, "error": null,'
+        ' "follow_up_turn_id": null}',
     ),
     (StepRestart(step=5, attempt=2), "step_restart", '{"step": 5, "attempt": 2}'),
     (

@@ -23,6 +23,8 @@ TASKS = {
     queues.SWEEP_JOBS: Queue.MAINTENANCE,
     queues.RUN_JOB: Queue.LLM,
     queues.RUN_BATCH_JOB: Queue.BATCH,
+    queues.RUN_AGENT_TASK: Queue.AGENTS,
+    queues.FIRE_SCHEDULES: Queue.MAINTENANCE,
 }
 
 

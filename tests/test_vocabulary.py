@@ -14,9 +14,11 @@ from sqlalchemy import Engine, insert, text
 from support import Stack
 
 from cortex_workers.store import job_tables, models, webhook_tables
+from cortex_workers.store import whiteboard as _whiteboard_tables  # noqa: F401 (its tables)
 from cortex_workers.store.db import make_engine
 from cortex_workers.vocabulary import (
     BatchStatus,
+    BlockerStatus,
     DecisionKind,
     DeliveryStatus,
     JobStatus,
@@ -25,10 +27,12 @@ from cortex_workers.vocabulary import (
     ReservationStatus,
     StepKind,
     StepStatus,
+    TaskStatus,
     ToolCallStatus,
     ToolSeverity,
     TurnStatus,
     WebhookEventType,
+    WhiteboardEntryKind,
 )
 
 assert job_tables and webhook_tables  # their tables join `models.Base.metadata`
@@ -48,6 +52,9 @@ CHECKED: dict[tuple[str, str], type[enum.Enum]] = {
     ("tenants", "mode"): LlmMode,
     ("sessions", "mode"): LlmMode,
     ("budget_reservations", "status"): ReservationStatus,
+    ("agent_tasks", "status"): TaskStatus,
+    ("whiteboard_blockers", "status"): BlockerStatus,
+    ("whiteboard_entries", "kind"): WhiteboardEntryKind,
 }
 ARRAYS: dict[tuple[str, str], type[enum.Enum]] = {("webhooks", "events"): WebhookEventType}
 """Array columns whose every element is one of the enum's values."""
@@ -136,3 +143,13 @@ def test_the_orm_type_refuses_it_before_postgres_sees_it(engine: Engine) -> None
                 id=uuid.uuid4(), turn_id=uuid.uuid4(), step_no=1, kind="thinking"
             )
         )
+
+
+def test_the_task_statuses_are_a2as_spellings() -> None:
+    assert [s.value for s in TaskStatus] == [
+        "submitted",
+        "working",
+        "completed",
+        "failed",
+        "canceled",
+    ]

@@ -19,6 +19,7 @@ from . import errors
 from .limits import BodySizeLimit
 from .redaction import install_log_redaction
 from .routes import (
+    agents,
     budget,
     compat,
     events,
@@ -26,11 +27,13 @@ from .routes import (
     meta,
     metrics,
     proposals,
+    schedules,
     sessions,
     tokens,
     turns,
     ui,
     webhooks,
+    whiteboard,
 )
 from .schemas import ErrorOut
 from .telemetry import RequestTelemetry
@@ -104,7 +107,21 @@ def create_app() -> FastAPI:
     )
     errors.install(app)
     install_log_redaction()
-    routers = (sessions, tokens, turns, events, proposals, jobs, webhooks, meta, metrics, budget)
+    routers = (
+        sessions,
+        tokens,
+        turns,
+        events,
+        proposals,
+        agents,
+        schedules,
+        whiteboard,
+        jobs,
+        webhooks,
+        meta,
+        metrics,
+        budget,
+    )
     for module in (*routers, compat):
         app.include_router(module.router)
     ui.mount(app)

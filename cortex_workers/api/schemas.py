@@ -103,6 +103,16 @@ class SessionCreate(StorableBody):
         description='Let the router choose the model (also `model: "auto"`): tier, '
         "max_cost_usd, latency_sla_ms, capabilities.",
     )
+    agents: list[str] | None = Field(
+        default=None,
+        max_length=64,
+        description="Agents the model may call, each as the tool `<name>_agent` (GET /v1/agents).",
+    )
+    whiteboard: bool = Field(
+        default=False,
+        description="A coordinator session: it gets a shared whiteboard and the tools "
+        "update_mission, update_progress, manage_blocker, log_decision, get_team_status.",
+    )
 
     @field_validator("metadata")
     @classmethod
@@ -134,6 +144,8 @@ class SessionCreate(StorableBody):
             user=self.user,
             mode=self.mode,
             route=self.route,
+            whiteboard=self.whiteboard,
+            agents=self.agents,
         )
 
 
@@ -165,6 +177,13 @@ class SessionOut(BaseModel):
     user: str | None = None
     mode: LlmMode | None = None
     route: dict[str, Any] | None = None
+    agents: list[str] = Field(
+        default_factory=list, description="Agents offered as `<name>_agent` tools."
+    )
+    parent_session_id: uuid.UUID | None = Field(
+        default=None, description="For a sub-agent's (child) session: the calling session."
+    )
+    whiteboard: bool = Field(description="Created with `whiteboard: true`: a coordinator.")
     summary: str
     summary_upto_seq: int
     active_turn: ActiveTurn | None
@@ -268,6 +287,11 @@ class TurnOut(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     events_url: str
+    trigger: dict[str, Any] | None = Field(
+        default=None,
+        description='What started a turn no user posted: `{"kind": "task", "task_id"}` for '
+        "the follow-up of a background agent task; null for a user's turn.",
+    )
     trace_id: str | None = Field(
         description="The turn's trace (32 hex digits) in the tracing backend: every step of the "
         "turn is a span in it. Null when tracing was off as the turn was submitted."
@@ -290,83 +314,6 @@ class MessagesPage(BaseModel):
     messages: list[MessageOut]
     next_after: int | None = Field(
         description="Pass as `after` for the next page; null at the end."
-    )
-
-
-class CooldownOut(BaseModel):
-    seconds_left: float
-    reason: str
-
-
-class RateLimitOut(BaseModel):
-    scope: str
-    rpm: int | None
-    tpm: int | None
-
-
-class CatalogModelOut(BaseModel):
-    name: str = Field(description="A model name or pattern of the catalog.")
-    tier: str | None
-    capabilities: list[str]
-    context: int | None
-
-
-class LatencyOut(BaseModel):
-    model: str
-    p50_ms: float
-    p95_ms: float
-    samples: int = Field(description="Recent calls measured (the last 200 at most).")
-
-
-class ProviderOut(BaseModel):
-    name: str
-    kind: str
-    available: bool
-    reason: str | None = Field(description="Why the provider cannot be used, when it cannot.")
-    default_model: str
-    models: list[str] = Field(description="Catalog model names and patterns it serves.")
-    base_url: str | None
-    free: bool
-    default: bool
-    fallback: bool = Field(description="In the configured fallback chain.")
-    cooldown: CooldownOut | None = Field(
-        description="Set while the provider is skipped after repeated failures."
-    )
-    rate_limits: list[RateLimitOut]
-    local: bool = Field(
-        default=False,
-        description="Calls stay local: mode local-only may use it, and nothing is redacted.",
-    )
-    catalog: list[CatalogModelOut] = Field(
-        default_factory=list, description="Tier, capabilities and context of its models."
-    )
-    latency: list[LatencyOut] = Field(
-        default_factory=list, description="Measured on real calls, per model."
-    )
-
-
-class ToolOut(BaseModel):
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    read_only: bool
-    source: str = Field(description="builtin, module, entry_point, decorator or plugin")
-    timeout_s: float | None
-    max_timeout_s: float | None
-    paginated: bool
-    allowed_sessions: list[str] | None
-
-
-class RejectedToolOut(BaseModel):
-    source: str
-    name: str | None
-    reason: str
-
-
-class ToolsOut(BaseModel):
-    tools: list[ToolOut]
-    rejected: list[RejectedToolOut] = Field(
-        description="Tool sources (plugin manifests, modules) that did not load, and why."
     )
 
 

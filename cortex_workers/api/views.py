@@ -10,7 +10,8 @@ from ..errors import NotFound
 from ..runtime import Runtime
 from ..store import proposals, repo, tool_calls
 from ..store import steps as step_store
-from ..store.models import Message, Proposal, Session, Turn
+from ..store.models import Message, Proposal, Session, Step, Turn
+from ..store.whiteboard import has_board
 from ..vocabulary import TurnStatus
 from .schemas import (
     ActiveTurn,
@@ -44,6 +45,9 @@ def session_out(rt: Runtime, db: Db, session: Session) -> SessionOut:
         user=session.user,
         mode=session.mode,
         route=session.route,
+        agents=list(session.agents or []),
+        parent_session_id=session.parent_session_id,
+        whiteboard=has_board(db, session.id),
         summary=session.summary,
         summary_upto_seq=session.summary_upto_seq,
         active_turn=ActiveTurn(id=running.id, seq=running.seq, status=running.status)
@@ -77,32 +81,33 @@ def messages_page(db: Db, session: Session, *, after: int, limit: int) -> Messag
     return MessagesPage(messages=page, next_after=page[-1].seq if len(rows) > limit else None)
 
 
+def _step_out(s: Step) -> StepOut:
+    return StepOut(
+        id=s.id,
+        step_no=s.step_no,
+        kind=s.kind,
+        status=s.status,
+        attempt=s.attempt,
+        parent_step_id=s.parent_step_id,
+        provider=s.provider,
+        model=s.model,
+        fallback_from=s.fallback_from,
+        usage=Usage(
+            input_tokens=s.input_tokens,
+            output_tokens=s.output_tokens,
+            cache_read_tokens=s.cache_read_tokens,
+            cache_write_tokens=s.cache_write_tokens,
+        ),
+        cost_usd=float(s.cost_usd),
+        latency_ms=s.latency_ms,
+        error=s.error,
+        route=s.route,
+        redactions=s.redactions,
+    )
+
+
 def turn_out(db: Db, turn: Turn) -> TurnOut:
-    steps = [
-        StepOut(
-            id=s.id,
-            step_no=s.step_no,
-            kind=s.kind,
-            status=s.status,
-            attempt=s.attempt,
-            parent_step_id=s.parent_step_id,
-            provider=s.provider,
-            model=s.model,
-            fallback_from=s.fallback_from,
-            usage=Usage(
-                input_tokens=s.input_tokens,
-                output_tokens=s.output_tokens,
-                cache_read_tokens=s.cache_read_tokens,
-                cache_write_tokens=s.cache_write_tokens,
-            ),
-            cost_usd=float(s.cost_usd),
-            latency_ms=s.latency_ms,
-            error=s.error,
-            route=s.route,
-            redactions=s.redactions,
-        )
-        for s in step_store.steps_of_turn(db, turn.id)
-    ]
+    steps = [_step_out(s) for s in step_store.steps_of_turn(db, turn.id)]
     calls = [
         ToolCallOut(
             id=c.call_id,
@@ -135,6 +140,7 @@ def turn_out(db: Db, turn: Turn) -> TurnOut:
         started_at=turn.started_at,
         finished_at=turn.finished_at,
         events_url=events_url(turn.id),
+        trigger=turn.trigger,
         trace_id=trace_id(turn.traceparent),
     )
 

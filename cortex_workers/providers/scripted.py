@@ -3,8 +3,9 @@
 A session's `metadata.script` is a list of replies consumed in order, one per model step of the
 session (`ModelRequest.call_index`); once exhausted it echoes the last user message. A reply:
 `{"text", "tool_calls": [{"name", "arguments"}], "first_token_ms", "token_ms",
-"error": {"status", "message", "times"}}`, every key optional; `error` fails that many attempts
-of the step (default 1) before the reply succeeds. Text streams one whitespace-separated token
+"error": {"status", "message", "times"}, "echo_context"}`, every key optional; `error` fails
+that many attempts of the step (default 1) before the reply succeeds; `echo_context` follows the
+text with the system messages the model was sent. Text streams one whitespace-separated token
 at a time; concatenated tokens equal the text exactly.
 """
 
@@ -56,6 +57,8 @@ class ScriptReply(BaseModel):
     first_token_ms: int = Field(default=0, ge=0, le=600_000)
     token_ms: int = Field(default=0, ge=0, le=60_000)
     error: ScriptError | None = None
+    echo_context: bool = False
+    """The text is followed by the system messages the model was sent (for tests)."""
 
 
 def split_tokens(text: str) -> list[str]:
@@ -80,6 +83,13 @@ def summarize_messages(request: ModelRequest) -> str:
     return "\n".join(lines)
 
 
+def _with_context(reply: ScriptReply, request: ModelRequest) -> str:
+    if not reply.echo_context:
+        return reply.text
+    system = [m.content for m in request.messages if m.role == "system"]
+    return "\n\n".join([reply.text, *system]) if reply.text else "\n\n".join(system)
+
+
 class ScriptedProvider:
     """Streams a session's script like a real model streams an answer."""
 
@@ -100,7 +110,7 @@ class ScriptedProvider:
             self._raise(reply.error)
         if reply.first_token_ms:
             self._sleep(reply.first_token_ms / 1000)
-        tokens = split_tokens(reply.text)
+        tokens = split_tokens(_with_context(reply, request))
         for i, token in enumerate(tokens):
             if i and reply.token_ms:
                 self._sleep(reply.token_ms / 1000)

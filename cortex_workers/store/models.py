@@ -3,6 +3,10 @@
 Uniqueness constraints make every redelivered write a no-op: one turn per idempotency key, one
 active turn per session, one step per (turn, step_no), one assistant message per model step, one
 tool message per tool step, one tool call per (model step, provider call id).
+
+It is long because the core tables are declared together, one class each, so their keys and
+constraints read side by side; the tables of budgets, jobs, webhooks and the whiteboard live in
+their own modules on the same metadata.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from ..vocabulary import (
     ProposalStatus,
     StepKind,
     StepStatus,
+    TaskStatus,
     ToolCallStatus,
     ToolSeverity,
     TurnStatus,
@@ -136,6 +141,12 @@ class Session(Base):
     input_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     output_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     cost_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), default=0, server_default="0")
+    agents: Mapped[list[Any] | None] = mapped_column(JSONB)
+    """Agents offered as tools (`<name>_agent`)."""
+    parent_session_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE", name="fk_sessions_parent_session_id")
+    )
+    """The session whose agent call this (child) session runs."""
     created_at: Mapped[datetime] = _now()
 
 
@@ -182,6 +193,8 @@ class Turn(Base):
     answer: Mapped[str | None] = mapped_column(Text)
     error: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     warnings: Mapped[list[Any] | None] = mapped_column(JSONB)
+    trigger: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    """What started a turn that no user posted: `{"kind": "task", "task_id"}`."""
     created_at: Mapped[datetime] = _now()
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -338,6 +351,50 @@ class Proposal(Base):
     outcome: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
 
 
+class AgentTask(Base):
+    """One call of an agent: a step-like durable record (lease, attempt, deadline)."""
+
+    __tablename__ = "agent_tasks"
+    __table_args__ = (
+        Index(
+            "ix_agent_tasks_open",
+            "lease_until",
+            postgresql_where=text("status IN ('submitted', 'working')"),
+        ),
+        one_of("status", TaskStatus, table="agent_tasks"),
+    )
+    id: Mapped[uuid.UUID] = _pk()
+    tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    session_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), index=True
+    )
+    turn_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
+    tool_call_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("tool_calls.id", ondelete="CASCADE"), unique=True
+    )
+    call_id: Mapped[str] = mapped_column(String(200))
+    step_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    step_attempt: Mapped[int] = mapped_column(Integer)
+    model_step_no: Mapped[int] = mapped_column(Integer)
+    agent: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(16))
+    mode: Mapped[str] = mapped_column(String(16))
+    status: Mapped[TaskStatus] = mapped_column(default=TaskStatus.SUBMITTED)
+    input: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    result: Mapped[Any] = mapped_column(JSONB, nullable=True)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    progress: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    attempt: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    deadline: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    child_session_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    child_turn_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True), index=True)
+    remote_task_id: Mapped[str | None] = mapped_column(String(200))
+    follow_up_turn_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    created_at: Mapped[datetime] = _now()
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
 # The tables themselves, for Core statements on the hot path (no ORM unit of work).
 sessions_table = cast(Table, Session.__table__)
 turns_table = cast(Table, Turn.__table__)
@@ -345,6 +402,7 @@ steps_table = cast(Table, Step.__table__)
 messages_table = cast(Table, Message.__table__)
 decisions_table = cast(Table, Decision.__table__)
 tool_calls_table = cast(Table, ToolCallRow.__table__)
+agent_tasks_table = cast(Table, AgentTask.__table__)
 
 
 # Budget tables are declared in their own module, on the same metadata.

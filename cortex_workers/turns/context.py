@@ -15,6 +15,7 @@ from ..store import claims
 from ..store.claims import Claim, HistoryEntry, ModelStepView
 from ..store.db import Executor
 from ..vocabulary import LlmMode
+from ..whiteboard import offered_to, whiteboard_summary
 from .modes import mode_in_force, route_spec
 
 
@@ -145,14 +146,25 @@ def load_model_context(
     given)."""
     if view is None:
         view = claims.model_step_view(db, claim.step_id, window=rt.settings.history_window)
+    from .agent_context import agent_additions  # it builds on this module's helpers
+
     rows = [_Seen.of(m) for m in view.history]
     system_prompt = (
         view.system_prompt if view.system_prompt is not None else rt.settings.system_prompt
     )
-    tools = _tool_specs(rt, view.tools)
-    messages = system_messages(system_prompt, view.summary, tools=bool(tools)) + coherent(
-        [to_message(r) for r in rows]
-    )
+    agents = agent_additions(rt, db, claim.turn_id)  # agent tools, a follow-up's task
+    board = whiteboard_summary(db, view.session_id)
+    offered = rt.tools.names() if view.tools is None else view.tools
+    tools = _tool_specs(rt, offered_to(offered, has_whiteboard=board is not None))
+    tools += agents.tools
+    messages = system_messages(system_prompt, view.summary, tools=bool(tools))
+    if board is not None:  # the coordinator's whiteboard, as it is at this step
+        messages.append(Message(role="system", content=board))
+    if agents.system is not None:  # a sub-agent's view of its parent (its whiteboard)
+        messages.append(Message(role="system", content=agents.system))
+    messages += coherent([to_message(r) for r in rows])
+    if agents.note is not None:
+        messages.append(agents.note)
     provider, model = rt.providers.resolve(view.provider, view.model)
     script = (view.session_metadata or {}).get("script")
     return ModelContext(

@@ -16,6 +16,7 @@ from ..store import steps as step_store
 from ..store.db import autocommit_connection, transaction
 from ..store.steps import Claim
 from ..vocabulary import DecisionKind, StepKind, TurnStatus
+from .agent_results import child_turn_ended
 from .context import ModelContext
 from .lifecycle import Ended, announce, promote_next
 from .steps import NextStep, step_ref
@@ -107,7 +108,7 @@ def commit_completion(
                 StepKind.SUMMARIZE,
                 turn_id=claim.turn_id,
                 session_id=ctx.session_id,
-            )
+            ) + child_turn_ended(rt, claim.turn_id)
     publish: list[NextStep] = []
     with transaction(rt.db) as db:
         stored = replies.store_reply(db, reply)
@@ -135,6 +136,7 @@ def commit_completion(
             )
     if reply.end is not None:
         announce(rt, _ended(stored, claim))
+        publish += child_turn_ended(rt, claim.turn_id)
     return publish
 
 

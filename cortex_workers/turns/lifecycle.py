@@ -112,14 +112,23 @@ def promote_next(rt: Runtime, db: Db, session_id: uuid.UUID) -> list[NextStep]:
     if turn is None:  # not while the caller holds the session lock
         return []
     repo.start_turn(db, turn, timeout_s=rt.settings.turn_timeout_s)
-    return first_step(db, turn_id=turn.id, session_id=session_id, content=turn.content)
+    return first_step(
+        db,
+        turn_id=turn.id,
+        session_id=session_id,
+        content=None if turn.trigger is not None and not turn.content else turn.content,
+    )
 
 
 def first_step(
-    db: Db, *, turn_id: uuid.UUID, session_id: uuid.UUID, content: str
+    db: Db, *, turn_id: uuid.UUID, session_id: uuid.UUID, content: str | None
 ) -> list[NextStep]:
-    """A queued turn's user message and first model step, as it starts."""
-    repo.insert_message(db, session_id=session_id, role="user", content=content, turn_id=turn_id)
+    """A queued turn's user message (none for a turn no user posted: a follow-up) and first
+    model step, as it starts."""
+    if content is not None:
+        repo.insert_message(
+            db, session_id=session_id, role="user", content=content, turn_id=turn_id
+        )
     return create_model_step(db, turn_id=turn_id, session_id=session_id, step_no=1)
 
 

@@ -19,10 +19,11 @@ from ..store import repo
 from ..store import steps as step_store
 from ..store.db import transaction
 from ..vocabulary import StepKind, StepStatus, TurnStatus
+from .agent_sweep import AgentSweep, sweep_agent_tasks
 from .lifecycle import Ended, announce, fail_turn, promote_next
 from .proposals import expire_due as expire_proposals
 from .spend import report_alerts
-from .steps import NextStep
+from .steps import NextStep, Publish
 
 log = logging.getLogger(__name__)
 ORPHAN_GRACE_S = 1.0
@@ -46,9 +47,12 @@ class Sweep:
     reservations_settled: int = 0
     """Budget reservations of calls no worker holds any more, settled at the reserved amount."""
 
+    agents: AgentSweep = field(default_factory=AgentSweep)
+    """Agent tasks timed out, ended with their sub-agent's turn, or sent again."""
+
     @property
-    def publish(self) -> list[NextStep]:
-        return self.republished + self.promoted
+    def publish(self) -> list[Publish]:
+        return [*self.republished, *self.promoted, *self.agents.ended, *self.agents.resent]
 
     @property
     def acted(self) -> bool:
@@ -60,6 +64,8 @@ class Sweep:
             or self.expired_proposals
             or self.executions
             or self.reservations_settled
+            or self.agents.ended
+            or self.agents.resent
         )
 
 
@@ -86,6 +92,7 @@ def reconcile() -> Sweep:
         with transaction(rt.db) as db:
             if repo.get_session(db, session_id, lock=True) is not None:
                 sweep.promoted += promote_next(rt, db, session_id)
+    sweep.agents = sweep_agent_tasks(rt)
     _log(sweep)
     _count(sweep)
     return sweep

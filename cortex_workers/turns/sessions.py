@@ -14,7 +14,9 @@ from ..runtime import Runtime
 from ..store import repo
 from ..store.db import transaction
 from ..store.models import Session, Tenant
+from ..store.whiteboard import create_board
 from ..vocabulary import LlmMode
+from ..whiteboard import offered_to
 from .modes import AUTO, check_session_mode, mode_in_force
 
 
@@ -36,6 +38,10 @@ class SessionSpec:
     """A stricter mode than the configuration's (`frugal`, `local-only`)."""
     route: RouteSpec | None = None
     """Let the router choose the model (also `model: "auto"`)."""
+    whiteboard: bool = False
+    """A coordinator session: it gets a whiteboard and the whiteboard's tools."""
+    agents: list[str] | None = None
+    """Agents offered as `<name>_agent` tools."""
 
 
 def check_provider(rt: Runtime, spec: SessionSpec) -> None:
@@ -79,11 +85,23 @@ def _check_mode(rt: Runtime, db: Db, tenant_id: uuid.UUID, spec: SessionSpec) ->
     check_session_mode(rt, provider=provider, model=model, mode=mode, routed=routed)
 
 
+def _check_agents(rt: Runtime, spec: SessionSpec) -> None:
+    """Every agent named is configured."""
+    unknown = sorted(set(spec.agents or ()) - set(rt.agents.names()))
+    if unknown:
+        raise InvalidRequest(
+            f"unknown agents: {', '.join(unknown)}; see GET /v1/agents",
+            code="unknown_agent",
+            details={"unknown": unknown},
+        )
+
+
 def create_session(rt: Runtime, tenant_id: uuid.UUID, spec: SessionSpec) -> Session:
     """Store a new session of `tenant_id`; `InvalidRequest` (422) for an unknown or unavailable
     provider, or unknown tools. The row comes back fully loaded, usable after the commit."""
     check_provider(rt, spec)
     _check_tools(rt, spec)
+    _check_agents(rt, spec)
     with transaction(rt.db) as db:
         _check_mode(rt, db, tenant_id, spec)
         session = repo.insert_session(
@@ -93,11 +111,20 @@ def create_session(rt: Runtime, tenant_id: uuid.UUID, spec: SessionSpec) -> Sess
             system_prompt=spec.system_prompt,
             provider=spec.provider,
             model=spec.model,
-            tools=spec.tools,
+            tools=spec.tools if not spec.whiteboard else _with_board_tools(spec.tools),
             metadata_=spec.metadata,
             user=spec.user,
             mode=spec.mode,
             route=spec.route.model_dump(mode="json") if spec.route is not None else None,
         )
+        session.agents = spec.agents or None
+        db.flush()  # before the refresh below, which would drop the change
+        if spec.whiteboard:
+            create_board(db, session.id)
         db.refresh(session)
     return session
+
+
+def _with_board_tools(tools: list[str] | None) -> list[str] | None:
+    """A coordinator's named tools and the whiteboard's (None: every tool, theirs included)."""
+    return None if tools is None else offered_to(tools, has_whiteboard=True)

@@ -33,3 +33,15 @@ def step_ref(
     if step_id is None:
         return []
     return [NextStep(step_id, kind, turn_id=turn_id, session_id=session_id)]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentTaskRef:
+    """An agent task committed to Postgres that now needs a run on the `agents` queue."""
+
+    id: uuid.UUID
+    session_id: uuid.UUID | None = None
+
+
+Publish = NextStep | AgentTaskRef
+"""What the dispatcher sends after a commit: steps, and agent tasks."""

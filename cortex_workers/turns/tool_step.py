@@ -24,11 +24,12 @@ from ..store.steps import Claim
 from ..streaming import emit_batch_event
 from ..tools import Limits, ToolContext, ToolOutcome, run_call
 from ..vocabulary import StepKind, TurnStatus
+from .agent_calls import AgentCall, start_call
 from .events import proposal_changed
 from .leases import keeper
 from .lifecycle import create_model_step
 from .observe import StepOutcome, count_step, step_scope, tool_ran, tool_run
-from .steps import NextStep
+from .steps import NextStep, Publish
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,15 +62,33 @@ def limits(rt: Runtime) -> Limits:
     )
 
 
-def run_tool_step(step_id: uuid.UUID) -> list[NextStep]:
-    """Run one delivery of a tool step; returns the next model step once the batch is complete."""
+def run_tool_step(step_id: uuid.UUID) -> list[Publish]:
+    """Run one delivery of a tool step; returns the next model step once the batch is complete
+    (and, for an agent call, the agent task to run)."""
     rt = get_runtime()
     call = _claim(rt, step_id)
     if call is None:
         count_step(StepKind.TOOL, StepOutcome.DUPLICATE)
         return []
     with step_scope(call.claim, session_id=call.session_id):
-        return _run_claimed(rt, call)
+        if rt.agents.by_tool(call.name) is not None:
+            return start_call(rt, _agent_call(call))
+        return list(_run_claimed(rt, call))
+
+
+def _agent_call(call: _Call) -> AgentCall:
+    return AgentCall(
+        step_id=call.claim.step_id,
+        attempt=call.claim.attempt,
+        turn_id=call.claim.turn_id,
+        tool_call_id=call.tool_call_id,
+        call_id=call.call_id,
+        name=call.name,
+        arguments=call.arguments,
+        session_id=call.session_id,
+        tenant_id=call.tenant_id,
+        model_step_no=call.parent_no,
+    )
 
 
 def _run_claimed(rt: Runtime, call: _Call) -> list[NextStep]:

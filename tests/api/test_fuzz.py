@@ -2,11 +2,11 @@
 
 Every operation in `/openapi.json` is called with data that fits its schema (positive) and with
 data that does not (negative), authenticated as a fresh tenant: first with generated ids, then,
-for operations that take ids, with ids of that tenant's own session, turn and proposal, so the
-handlers behind the 404 are fuzzed too. The two SSE routes are included: a stream that opens is
-closed at once (its status is what counts). No response may be a 5xx, and every 4xx must carry
-the error shape. Bounded and deterministic: `MAX_EXAMPLES` per operation, mode and id source,
-derandomized, no example database, no shrinking.
+for operations that take ids, with ids of that tenant's own session, turn, proposal and
+schedule, so the handlers behind the 404 are fuzzed too. The two SSE routes are included: a
+stream that opens is closed at once (its status is what counts). No response may be a 5xx, and
+every 4xx must carry the error shape. Bounded and deterministic: `MAX_EXAMPLES` per operation,
+mode and id source, derandomized, no example database, no shrinking.
 
 Also explicit: absurd paging values are 422 and an oversized body is 413, in the error shape.
 """
@@ -168,6 +168,10 @@ def owned(client: Api) -> Owned:
     batch_id = client.http.post("/v1/batches", json=batch).json()["id"]
     hook = {"url": "http://127.0.0.1:9/hooks", "events": ["job.completed"]}
     webhook_id = client.http.post("/v1/webhooks", json=hook).json()["id"]
+    schedule = client.http.post(
+        f"/v1/sessions/{sid}/schedules", json={"content": "scheduled", "every_s": 3600}
+    )
+    assert schedule.status_code == 201, schedule.text
     return Owned(
         {
             "session_id": sid,
@@ -176,8 +180,23 @@ def owned(client: Api) -> Owned:
             "job_id": job_id,
             "batch_id": batch_id,
             "webhook_id": webhook_id,
+            "schedule_id": schedule.json()["id"],
+            "task_id": _agent_task(client),
         }
     )
+
+
+def _agent_task(client: Api) -> str:
+    """An agent task of the fuzzing tenant (a finished foreground call of `lookup`)."""
+    sid = client.scripted_session(
+        {"tool_calls": [{"name": "lookup_agent", "arguments": {"task": "t"}}]},
+        {"text": "ok"},
+        agents=["lookup"],
+        tools=[],
+    )
+    assert client.wait_turn(client.submit(sid, "call it"))["status"] == "done"
+    (task,) = client.http.get(f"/v1/sessions/{sid}/tasks").json()
+    return str(task["id"])
 
 
 @pytest.fixture
@@ -205,8 +224,11 @@ def test_fuzzing_every_operation_gets_no_5xx_and_every_4xx_in_the_error_shape(
     missing = {op.label for op in operations} - set(tally.by_operation) - tally.nothing_to_negate
     assert not missing, f"operations never called: {sorted(missing)}"
     assert not tally.failures, "\n".join(tally.failures)
-    # the turns the fuzzer submitted to the tenant's session all end (nothing left running)
+    # the turns the fuzzer submitted to the tenant's session all end (nothing left running),
+    # once the schedules it created there stop firing
     sid = owned.ids["session_id"]
+    for schedule in client.http.get(f"/v1/sessions/{sid}/schedules").json()["schedules"]:
+        client.http.delete(f"/v1/schedules/{schedule['id']}")
     wait_until(
         lambda: client.http.get(f"/v1/sessions/{sid}").json()["active_turn"] is None,
         timeout=120,

@@ -142,6 +142,7 @@ def test_another_tenants_ids_answer_404_on_every_route_and_leak_nothing(
         "job_id": job_id,
         "batch_id": batch_id,
         "webhook_id": webhook_id,
+        "task_id": _agent_task(client),
     }
 
     routes = _routes_with_ids(other_client)
@@ -201,6 +202,19 @@ def test_another_tenants_ids_answer_404_on_every_route_and_leak_nothing(
     assert client.http.get(f"/v1/proposals/{pid}").json() == proposals[0]
 
 
+def _agent_task(client: Api) -> str:
+    """An agent task of A's (a finished foreground call of `lookup`)."""
+    sid = client.scripted_session(
+        {"tool_calls": [{"name": "lookup_agent", "arguments": {"task": SECRET_CONTENT}}]},
+        {"text": "ok"},
+        agents=["lookup"],
+        tools=[],
+    )
+    assert client.wait_turn(client.submit(sid, "call it"))["status"] == "done"
+    (task,) = client.http.get(f"/v1/sessions/{sid}/tasks").json()
+    return str(task["id"])
+
+
 def test_another_tenant_cannot_cancel_a_running_turn(client: Api, other_client: Api) -> None:
     sid = client.scripted_session({"text": "slow reply here", "first_token_ms": 3000})
     tid = client.submit(sid, "take your time")
@@ -228,7 +242,7 @@ def test_another_tenants_idempotency_key_is_its_own(client: Api, other_client: A
 
 def test_openapi_id_routes_are_the_ones_the_walk_expects(client: Api) -> None:
     routes = _routes_with_ids(client)
-    ids = r"\{(session_id|turn_id|proposal_id|job_id|batch_id|webhook_id)\}"
+    ids = r"\{(session_id|turn_id|proposal_id|job_id|batch_id|webhook_id|task_id)\}"
     assert all(re.search(ids, p) for _, p in routes)
     assert {
         ("GET", "/v1/sessions/{session_id}"),
@@ -242,6 +256,8 @@ def test_openapi_id_routes_are_the_ones_the_walk_expects(client: Api) -> None:
         ("GET", "/v1/proposals/{proposal_id}"),
         ("POST", "/v1/proposals/{proposal_id}/confirm"),
         ("POST", "/v1/proposals/{proposal_id}/reject"),
+        ("GET", "/v1/sessions/{session_id}/tasks"),
+        ("POST", "/v1/tasks/{task_id}/cancel"),
     } <= set(routes)
 
 

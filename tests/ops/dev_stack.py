@@ -28,6 +28,7 @@ QUEUE_NODES = {
     "summarize-maintenance": ["maintenance", "summarize"],
     "webhooks": ["webhooks"],
     "batch": ["batch"],
+    "agents": ["agents"],
 }
 
 

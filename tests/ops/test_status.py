@@ -23,6 +23,7 @@ def test_status_prints_queues_workers_and_turns(dev_stack: DevStack) -> None:
         ("maintenance", "summarize-maintenance@"),
         ("webhooks", "webhooks@"),
         ("batch", "batch@"),
+        ("agents", "agents@"),
     ]:
         assert node in rows[queue], out.stdout
     assert "turns in the last hour:" in out.stdout
@@ -33,7 +34,7 @@ def test_status_prints_queues_workers_and_turns(dev_stack: DevStack) -> None:
         cli("status", "--json", "--data-dir", str(dev_stack.data_dir), env=dev_env()).stdout
     )
     assert report["ok"] is True
-    queues = ["llm", "tools", "summarize", "maintenance", "webhooks", "batch"]
+    queues = ["llm", "tools", "summarize", "maintenance", "webhooks", "batch", "agents"]
     assert [q["queue"] for q in report["queues"]] == queues
     assert all(q["depth"] == 0 and q["in_flight"] == 0 for q in report["queues"])
     assert {w["name"].split("@")[0] for w in report["workers"]} == {
@@ -42,6 +43,7 @@ def test_status_prints_queues_workers_and_turns(dev_stack: DevStack) -> None:
         "summarize-maintenance",
         "webhooks",
         "batch",
+        "agents",
     }
     assert report["turns_last_hour"]["done"] >= 1
     assert report["problems"] == []

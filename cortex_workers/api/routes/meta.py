@@ -12,8 +12,7 @@ from ...providers.locality import is_local
 from ...providers.registry import ProviderRegistry
 from ..deps import RuntimeDep, TenantDep
 from ..errors import error_response
-from ..readiness import is_ready, readiness
-from ..schemas import (
+from ..meta_schemas import (
     CatalogModelOut,
     CooldownOut,
     LatencyOut,
@@ -23,6 +22,7 @@ from ..schemas import (
     ToolOut,
     ToolsOut,
 )
+from ..readiness import is_ready, readiness
 
 router = APIRouter(tags=["meta"])
 

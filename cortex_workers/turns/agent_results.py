@@ -1,0 +1,216 @@
+"""How an agent task ends, once: a foreground call's answer becomes the calling tool step's
+result (the last of its batch starts the next model step, as tool results do); a background
+call's end queues a follow-up turn on the parent session. Both in the transaction that ends
+the task, under the parent session's lock."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session as Db
+
+from ..messages import AgentDone, TaskChanged, ToolResultReady
+from ..runtime import Runtime
+from ..store import agent_tasks, repo, tool_results
+from ..store import steps as step_store
+from ..store.db import transaction
+from ..store.models import AgentTask
+from ..streaming import emit_batch_event, emit_session_notice
+from ..vocabulary import AgentMode, TaskStatus, ToolSeverity, TurnStatus
+from . import agent_hooks
+from .follow_up import queue_follow_up
+from .lifecycle import create_model_step
+from .steps import NextStep
+
+
+def task_event(task: AgentTask) -> TaskChanged:
+    return TaskChanged(
+        id=str(task.id),
+        agent=task.agent,
+        status=TaskStatus(task.status),
+        progress=task.progress,
+        error=task.error,
+        follow_up_turn_id=str(task.follow_up_turn_id) if task.follow_up_turn_id else None,
+    )
+
+
+def announce_task(rt: Runtime, task: AgentTask) -> None:
+    """The task's state on its session's stream."""
+    emit_session_notice(
+        rt.redis, task.session_id, event=task_event(task), ttl_s=rt.settings.stream_ttl_s
+    )
+
+
+def result_text(task: AgentTask) -> tuple[str, bool]:
+    """What the parent model reads of an ended task, and whether it is an error."""
+    if task.status == TaskStatus.COMPLETED:
+        result = task.result
+        return (result if isinstance(result, str) else json.dumps(result)), False
+    error = task.error or {}
+    return json.dumps({"status": task.status, "error": error.get("message", "")}), True
+
+
+@dataclass(frozen=True, slots=True)
+class CallResult:
+    """A tool call's result, stored by `store_call_result`."""
+
+    session_id: uuid.UUID
+    tenant_id: uuid.UUID
+    turn_id: uuid.UUID
+    step_id: uuid.UUID
+    attempt: int
+    tool_call_id: uuid.UUID
+    call_id: str
+    name: str
+    content: str
+    is_error: bool
+    arguments: dict[str, Any]
+
+
+def store_call_result(db: Db, r: CallResult) -> list[NextStep] | None:
+    """Store an agent call's tool result (fenced by the tool step's attempt) and, when it
+    completes the batch, add the turn's next model step; None when it was not ours to store."""
+    stored = tool_results.store_result(
+        db,
+        tool_results.ToolResult(
+            session_id=r.session_id,
+            tenant_id=r.tenant_id,
+            turn_id=r.turn_id,
+            step_id=r.step_id,
+            attempt=r.attempt,
+            tool_call_id=r.tool_call_id,
+            call_id=r.call_id,
+            name=r.name,
+            content=r.content,
+            is_error=r.is_error,
+            truncated=False,
+            severity=ToolSeverity.ERROR if r.is_error else ToolSeverity.OK,
+            error_kind="agent" if r.is_error else None,
+            latency_ms=0,
+            audit_input={"arguments": r.arguments},
+            audit_output={"chars": len(r.content), "agent": True},
+        ),
+    )
+    if not stored:
+        return None
+    step = step_store.get_step(db, r.step_id)
+    parent = step.parent_step_id if step is not None and step.parent_step_id else r.step_id
+    batch = tool_results.batch_after(db, parent_step_id=parent, turn_id=r.turn_id)
+    if batch.open == 0 and batch.turn_status == TurnStatus.RUNNING:
+        return create_model_step(
+            db,
+            turn_id=r.turn_id,
+            session_id=r.session_id,
+            step_no=batch.last_step_no + 1,
+            parent_step_id=parent,
+        )
+    return []
+
+
+def answer_parent(db: Db, task: AgentTask) -> list[NextStep]:
+    """A foreground task's answer as its call's tool result."""
+    content, is_error = result_text(task)
+    stored = store_call_result(
+        db,
+        CallResult(
+            session_id=task.session_id,
+            tenant_id=task.tenant_id,
+            turn_id=task.turn_id,
+            step_id=task.step_id,
+            attempt=task.step_attempt,
+            tool_call_id=task.tool_call_id,
+            call_id=task.call_id,
+            name=f"{task.agent}_agent",
+            content=content,
+            is_error=is_error,
+            arguments=task.input or {},
+        ),
+    )
+    return stored or []
+
+
+def complete(
+    rt: Runtime,
+    task_id: uuid.UUID,
+    *,
+    status: TaskStatus,
+    attempt: int | None = None,
+    result: Any = None,
+    error: dict[str, Any] | None = None,
+) -> list[NextStep]:
+    """End the task once (see the module's doc); what to publish. A duplicate end does
+    nothing."""
+    publish: list[NextStep] = []
+    with transaction(rt.db) as db:
+        found = agent_tasks.get(db, task_id)
+        if found is None:
+            return []
+        repo.get_session(db, found.session_id, lock=True)  # the lock comes first
+        task = agent_tasks.finish(
+            db, task_id, status=status, attempt=attempt, result=result, error=error
+        )
+        if task is None:
+            return []
+        if task.child_session_id is not None and isinstance(task.result, str):
+            answer = agent_hooks.child_answered(db, task.session_id, task.result, agent=task.agent)
+            if answer != task.result:
+                task.result = answer
+                db.flush()
+        if task.mode == AgentMode.FOREGROUND:
+            publish += answer_parent(db, task)
+        else:
+            turn_id, started = queue_follow_up(rt, db, task)
+            agent_tasks.set_follow_up(db, task, turn_id)
+            publish += started
+    _announce_end(rt, task)
+    return publish
+
+
+def _announce_end(rt: Runtime, task: AgentTask) -> None:
+    announce_task(rt, task)
+    if task.mode != AgentMode.FOREGROUND:
+        return
+    content, is_error = result_text(task)
+    name = f"{task.agent}_agent"
+    for event in (
+        AgentDone(
+            id=task.call_id,
+            name=name,
+            agent=task.agent,
+            task_id=str(task.id),
+            status=TaskStatus(task.status),
+        ),
+        ToolResultReady(
+            id=task.call_id,
+            name=name,
+            is_error=is_error,
+            content=content,
+            truncated=False,
+            severity=ToolSeverity.ERROR if is_error else ToolSeverity.OK,
+            error="agent" if is_error else None,
+        ),
+    ):
+        emit_batch_event(rt.redis, task.turn_id, model_step_no=task.model_step_no, event=event)
+
+
+def child_turn_ended(rt: Runtime, turn_id: uuid.UUID) -> list[NextStep]:
+    """The end of a sub-agent's turn ends its task (idempotent; the reconciler calls it too
+    for a child turn whose end was not followed up)."""
+    if not rt.agents.cards:
+        return []
+    with transaction(rt.db) as db:
+        task = agent_tasks.of_child_turn(db, turn_id)
+        turn = repo.get_turn(db, turn_id) if task is not None else None
+        if task is None or turn is None or not turn.status.is_terminal:
+            return []
+        task_id, status, answer, error = task.id, turn.status, turn.answer, turn.error
+    match status:
+        case TurnStatus.DONE:
+            return complete(rt, task_id, status=TaskStatus.COMPLETED, result=answer or "")
+        case TurnStatus.CANCELLED:
+            return complete(rt, task_id, status=TaskStatus.CANCELED, error=error)
+        case _:
+            return complete(rt, task_id, status=TaskStatus.FAILED, error=error)

@@ -1,0 +1,32 @@
+"""The agent cards of a test run, set up when the root conftest is imported (before any worker
+or API starts): tests/agents/cards, plus A2A cards pointing at the loopback A2A server of
+tests/agents/a2a_server.py, in a directory of this run named by CORTEX_AGENTS_DIR. The workers
+import the handlers (tests/agents/handlers.py) as `agents.handlers`: the tests directory is on
+their PYTHONPATH."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from support import free_port
+
+CARDS = Path(__file__).resolve().parent / "cards"
+A2A_PORT = free_port()
+DIRECTORY = Path(tempfile.mkdtemp(prefix="cortex-agent-cards-"))
+
+for card in CARDS.glob("*.yaml"):
+    shutil.copy(card, DIRECTORY / card.name)
+for name, mode, private in (
+    ("translator", "foreground", True),
+    ("translator_bg", "background", True),
+    ("translator_guarded", "foreground", False),
+):
+    (DIRECTORY / f"{name}.yaml").write_text(
+        f"name: {name}\ndescription: A remote translator.\nmode: {mode}\ntimeout_s: 30\n"
+        f"kind: a2a\nurl: http://127.0.0.1:{A2A_PORT}\nallow_private: {str(private).lower()}\n"
+        "poll_s: 0.3\n"
+    )
+os.environ["CORTEX_AGENTS_DIR"] = str(DIRECTORY)

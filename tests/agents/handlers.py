@@ -1,0 +1,28 @@
+"""Python agent handlers of the tests (cards in tests/agents/cards)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+
+def slow_research(input: dict[str, Any], ctx: Any) -> str:
+    """Five seconds of 'research', reporting progress each second."""
+    for i in range(5):
+        ctx.progress(i / 5, f"reading source {i + 1}")
+        time.sleep(1)
+    return f"RESEARCH RESULT for {input['task']}: 42 sources agree"
+
+
+def quick_lookup(input: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    return {"answer": f"lookup of {input['task']}", "task_id": ctx.task_id}
+
+
+def failing(input: dict[str, Any], ctx: Any) -> str:
+    raise RuntimeError("the archive is unreachable")
+
+
+def sleepy(input: dict[str, Any], ctx: Any) -> str:
+    ctx.progress(0.0, "sleeping")
+    time.sleep(float(input.get("seconds", 30)))
+    return "woke up"
