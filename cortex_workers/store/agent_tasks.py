@@ -20,10 +20,12 @@ from ..vocabulary import (
     AgentMode,
     StepStatus,
     TaskStatus,
+    WebhookEventType,
 )
 from .db import Executor
 from .models import AgentTask, Session, Step, Turn, agent_tasks_table
 from .repo import storable_json
+from .webhooks import record_event
 
 _OPEN = AgentTask.status.in_(OPEN_TASK_STATUSES)
 
@@ -213,6 +215,14 @@ def finish(
     task = get(db, task_id)
     if task is not None:
         db.refresh(task)
+        if task.mode == AgentMode.BACKGROUND:  # in the same transaction (docs/webhooks.md)
+            data = {
+                "task_id": str(task.id),
+                "session_id": str(task.session_id),
+                "agent": task.agent,
+                "status": task.status.value,
+            }
+            record_event(db, task.tenant_id, WebhookEventType.TASK_COMPLETED, data)
     return task
 
 

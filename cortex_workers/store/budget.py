@@ -19,7 +19,8 @@ from datetime import datetime
 from sqlalchemy import Connection, Engine, text
 
 from ..budget.windows import NO_WINDOW, Window
-from ..vocabulary import BudgetScope, ReservationStatus, StepStatus
+from ..vocabulary import BudgetScope, ReservationStatus, StepStatus, WebhookEventType
+from .webhooks import record_event
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +261,23 @@ def _settle(
         hit = conn.execute(_ALERT, {"key": key, "start": start, "pct": alert_at_pct}).first()
         if hit is not None:
             alerts.append(Alert(key, hit.spent, hit.limit_amount))
+            if key.startswith("tenant:"):  # the tenant's webhooks hear of it (docs/webhooks.md)
+                _announce(conn, row.tenant_id, hit.spent, hit.limit_amount, alert_at_pct)
     return alerts
+
+
+def _announce(
+    conn: Connection, tenant_id: uuid.UUID, spent: int, limit: int, alert_at_pct: float
+) -> None:
+    """A `budget.alert` webhook event, in the transaction that fired the alert."""
+    data = {
+        "tenant_id": str(tenant_id),
+        "scope": BudgetScope.TENANT.value,
+        "spent_usd": spent / 1e6,
+        "limit_usd": limit / 1e6,
+        "alert_at_pct": alert_at_pct,
+    }
+    record_event(conn, tenant_id, WebhookEventType.BUDGET_ALERT, data)
 
 
 _CORRECT = text(

@@ -10,6 +10,9 @@ from support import Api, text_of
 
 def test_the_answer_arrives_later_as_a_new_assistant_message(client: Api) -> None:
     sid = coordinator(client, "research", {"task": "quantum batteries"})
+    hook = {"url": "http://127.0.0.1:9/hooks", "events": ["task.completed"]}
+    webhook = client.http.post("/v1/webhooks", json=hook)
+    assert webhook.status_code == 201, webhook.text
     events, reader = read_session(client, sid, until_done=4)
 
     first = client.wait_turn(client.submit(sid, "research quantum batteries for me"))
@@ -50,3 +53,9 @@ def test_the_answer_arrives_later_as_a_new_assistant_message(client: Api) -> Non
     assert [m["role"] for m in mine] == ["assistant"]  # no user message: a task's turn
     assert mine[0]["content"] == follow_up["answer"]
     assert history[-1]["turn_id"] == follow_up["id"]
+
+    # the application's backend hears of the task's end through its webhook (docs/webhooks.md)
+    hook_id = webhook.json()["id"]
+    deliveries = client.http.get(f"/v1/webhooks/{hook_id}/deliveries").json()
+    assert [d["event_type"] for d in deliveries] == ["task.completed"]
+    assert client.http.delete(f"/v1/webhooks/{hook_id}").status_code == 204

@@ -15,6 +15,7 @@ from cortex_workers.budget import day_window, forever
 from cortex_workers.observability import metrics
 from cortex_workers.runtime import get_runtime
 from cortex_workers.store import budget as budget_store
+from cortex_workers.store import webhooks as webhook_store
 from cortex_workers.store.budget import Alert, CallToReserve, ScopeLimit, Settlement
 from cortex_workers.turns.spend import report_alerts
 from cortex_workers.vocabulary import BudgetScope
@@ -51,6 +52,14 @@ def test_twenty_concurrent_settles_crossing_eighty_percent_alert_exactly_once(
         reservation = budget_store.reserve(get_runtime().engine, call)
         assert isinstance(reservation, budget_store.Reservation)
         held.append(reservation)
+    with get_runtime().engine.begin() as conn:  # the tenant's webhook hears of the alert
+        webhook_store.create(
+            conn,
+            tenant_id=tenant_id,
+            url="http://127.0.0.1:9/",
+            events=["budget.alert"],
+            secret="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        )
     start = threading.Barrier(len(held))
     fired: list[Alert] = []
 
@@ -88,3 +97,17 @@ def test_twenty_concurrent_settles_crossing_eighty_percent_alert_exactly_once(
         ).one()
     assert (row.spent, row.reserved) == (LIMIT, 0)
     assert row.alerted_at is not None
+    with get_runtime().engine.connect() as conn:
+        events = (
+            conn.execute(
+                text(
+                    "SELECT data FROM webhook_events WHERE tenant_id = :t AND type = 'budget.alert'"
+                ),
+                {"t": tenant_id},
+            )
+            .scalars()
+            .all()
+        )
+    assert len(events) == 1, events
+    assert events[0]["tenant_id"] == str(tenant_id) and events[0]["scope"] == "tenant"
+    assert events[0]["limit_usd"] == 1.0 and events[0]["spent_usd"] >= 0.8
