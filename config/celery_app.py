@@ -16,6 +16,7 @@ from celery.signals import (
     worker_process_shutdown,
     worker_ready,
     worker_shutdown,
+    worker_shutting_down,
 )
 
 from beat.schedule import beat_schedule
@@ -57,6 +58,16 @@ def _fresh_resources(**_: object) -> None:
 @worker_process_shutdown.connect
 def _pool_child_exits(pid: int, **_: object) -> None:
     worker_hooks.on_pool_child_exit(pid)
+
+
+@worker_shutting_down.connect
+def _drain(how: str = "", **_: object) -> None:
+    """A warm shutdown (SIGTERM): running steps get `CORTEX_DRAIN_S` to finish, then their
+    leases are handed back (docs/operations.md)."""
+    if how == "Warm":
+        from cortex_workers.tasks.drain import start_drain
+
+        start_drain()
 
 
 @worker_shutdown.connect

@@ -38,6 +38,31 @@ API_SERVICE = "cortex-workers-api"
 """The OpenTelemetry service name of the API, unless `OTEL_SERVICE_NAME` gives another."""
 
 
+def cmd_retention(args: argparse.Namespace) -> int:
+    """Print what retention would delete (`--dry-run`), or delete it once."""
+    from .turns import retention
+
+    stack = use_embedded_if_unset(Path(args.data_dir))
+    try:
+        if args.dry_run:
+            found = retention.due()
+            for d in found:
+                print(
+                    f"{d.tenant}: before {d.cutoff:%Y-%m-%dT%H:%M:%SZ}: {d.turns} turns, "
+                    f"{d.steps} steps, {d.messages} messages, {d.tool_calls} tool_calls, "
+                    f"{d.decisions} decisions"
+                )
+            if not found:
+                print("no tenant has a retention: nothing would be deleted")
+        else:
+            for done in retention.apply_retention():
+                print(f"{done.tenant}: deleted {done.turns} turns, {done.decisions} decisions")
+    finally:
+        if stack is not None:
+            stack.stop()
+    return 0
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
     stack = use_embedded_if_unset(Path(args.data_dir))
     try:
@@ -271,6 +296,11 @@ def build_parser() -> argparse.ArgumentParser:
     mig = sub.add_parser("migrate", help="apply database migrations")
     _add_data_dir(mig)
     mig.set_defaults(func=cmd_migrate)
+
+    ret = sub.add_parser("retention", help="delete finished history past [retention] (once)")
+    ret.add_argument("--dry-run", action="store_true", help="only say what would be deleted")
+    _add_data_dir(ret)
+    ret.set_defaults(func=cmd_retention)
 
     keys = sub.add_parser("keys", help="API keys")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)

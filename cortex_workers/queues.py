@@ -37,6 +37,8 @@ RUN_TOOL_STEP: Final = task_name(Queue.TOOLS, "run_tool_step")
 EXECUTE_PROPOSAL: Final = task_name(Queue.TOOLS, "execute_proposal")
 RUN_SUMMARIZE_STEP: Final = task_name(Queue.SUMMARIZE, "run_summarize_step")
 RECONCILE: Final = task_name(Queue.MAINTENANCE, "reconcile")
+TAKE_OVER: Final = task_name(Queue.MAINTENANCE, "take_over")
+APPLY_RETENTION: Final = task_name(Queue.MAINTENANCE, "apply_retention")
 
 
 @dataclass(frozen=True, slots=True)

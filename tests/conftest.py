@@ -45,6 +45,8 @@ TEST_SETTINGS = {
     "CORTEX_SSE_PING_S": "2",
     "CORTEX_TOOL_PROGRESS_AFTER_S": "1",
     "CORTEX_TOOL_MODULES": '["sample_tools"]',
+    "CORTEX_LIVENESS_S": "2",
+    "CORTEX_TAKEOVER_EVERY_S": "0.5",
 }
 
 

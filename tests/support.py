@@ -433,3 +433,14 @@ def require_program(name: str, why: str) -> str:
     if os.environ.get("CORTEX_REQUIRE_SYSTEM_PROGRAMS") == "1":
         pytest.fail(f"{reason}, and CORTEX_REQUIRE_SYSTEM_PROGRAMS=1 makes that a failure")
     pytest.skip(reason)
+
+
+def _test_holder() -> Any:
+    from cortex_workers.store.claims import Holder
+
+    return Holder(worker="test:0:claims", liveness_s=10 * 365 * 86400.0)
+
+
+TEST_HOLDER = _test_holder()
+"""A claim's holder for tests that claim steps by hand (never taken for being gone: a holder
+with no heartbeat row is gone only once its silence outlasts liveness_s: ten years)."""

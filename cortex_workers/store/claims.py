@@ -14,7 +14,17 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypedDict
 
-from sqlalchemy import Integer, Interval, and_, bindparam, func, literal_column, or_, select, update
+from sqlalchemy import (
+    Integer,
+    Interval,
+    String,
+    bindparam,
+    func,
+    literal_column,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 
 from ..vocabulary import StepKind, StepStatus, TurnStatus
@@ -22,6 +32,7 @@ from .db import Executor
 from .models import messages_table, sessions_table, steps_table, tool_calls_table, turns_table
 from .replies import ToolCallDoc
 from .sql import Precompiled, const
+from .workers import takeable
 
 _s, _t = steps_table.c, turns_table.c
 
@@ -161,6 +172,10 @@ class ClaimParams(TypedDict):
 
     step_id: uuid.UUID
     lease: timedelta
+    liveness: timedelta
+    """A leased step whose holder has not beaten for this long may be taken."""
+    worker: str
+    """This process's holder id (`workers.holder`)."""
 
 
 class ClaimWithViewParams(ClaimParams):
@@ -195,7 +210,9 @@ _CLAIM_EXTRAS = (
 
 
 def _claim() -> Any:
-    """`UPDATE steps … RETURNING`: lease a pending (or lease-expired) step of a running turn.
+    """`UPDATE steps … RETURNING`: lease a pending step of a running turn, or a leased one
+    whose lease expired or whose holder is gone (`store.workers.takeable`), naming this
+    process as its holder.
 
     The step's turn is joined by its key (`UPDATE … FROM turns`): a correlated `EXISTS` under
     the `OR` may be planned as a hash of every running turn, a cost that grows with the load."""
@@ -206,7 +223,7 @@ def _claim() -> Any:
             _t.id == _s.turn_id,
             or_(
                 _s.status == const(StepStatus.PENDING),
-                and_(_s.status == const(StepStatus.LEASED), _s.lease_until < func.now()),
+                takeable(bindparam("liveness", type_=Interval())),
             ),
             _s.available_at <= func.now() + literal_column("interval '1 second'"),
             or_(_s.kind == const(StepKind.SUMMARIZE), _t.status == const(TurnStatus.RUNNING)),
@@ -215,6 +232,7 @@ def _claim() -> Any:
             status=const(StepStatus.LEASED),
             attempt=_s.attempt + const(1),
             lease_until=func.now() + bindparam("lease", type_=Interval()),
+            holder=bindparam("worker", type_=String()),
         )
         .returning(*_CLAIMED, *_CLAIM_EXTRAS)
     )
@@ -317,29 +335,46 @@ _STEP_VIEW = Precompiled(
 _CLAIM_WITH_CALL = Precompiled(_with_call(), params=ClaimParams)
 
 
-def claim_step(db: Executor, step_id: uuid.UUID, *, lease_s: float) -> Claim | None:
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """Who claims, and how long a holder's silence means it is gone."""
+
+    worker: str
+    liveness_s: float
+
+
+def _params(step_id: uuid.UUID, lease_s: float, holder: Holder) -> ClaimParams:
+    return ClaimParams(
+        step_id=step_id,
+        lease=timedelta(seconds=lease_s),
+        liveness=timedelta(seconds=holder.liveness_s),
+        worker=holder.worker,
+    )
+
+
+def claim_step(db: Executor, step_id: uuid.UUID, *, lease_s: float, holder: Holder) -> Claim | None:
     """Lease a pending (or lease-expired) step of a live turn; None means someone else has it."""
-    params = ClaimParams(step_id=step_id, lease=timedelta(seconds=lease_s))
+    params = _params(step_id, lease_s, holder)
     row = _CLAIM_ALONE.first(db, params)
     return None if row is None else Claim.of(row)
 
 
 def claim_model_step(
-    db: Executor, step_id: uuid.UUID, *, lease_s: float, window: int
+    db: Executor, step_id: uuid.UUID, *, lease_s: float, window: int, holder: Holder
 ) -> tuple[Claim, ModelStepView] | None:
     """`claim_step`, with what a model step reads about its turn and session and the last
     `window` messages of its history, in one round trip; None means someone else has it."""
-    params = ClaimWithViewParams(step_id=step_id, lease=timedelta(seconds=lease_s), window=window)
+    params = ClaimWithViewParams(**_params(step_id, lease_s, holder), window=window)
     row = _CLAIM_WITH_VIEW.first(db, params)
     return None if row is None else (Claim.of(row), ModelStepView.of(row))
 
 
 def claim_tool_step(
-    db: Executor, step_id: uuid.UUID, *, lease_s: float
+    db: Executor, step_id: uuid.UUID, *, lease_s: float, holder: Holder
 ) -> tuple[Claim, ToolStepView] | None:
     """`claim_step` for a tool step, with its call and session, in one round trip; None
     means someone else has it."""
-    params = ClaimParams(step_id=step_id, lease=timedelta(seconds=lease_s))
+    params = _params(step_id, lease_s, holder)
     row = _CLAIM_WITH_CALL.first(db, params)
     return None if row is None else (Claim.of(row), ToolStepView.of(row))
 

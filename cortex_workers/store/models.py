@@ -142,6 +142,12 @@ class Turn(Base):
             postgresql_where=text("status = 'running'"),
         ),
         Index("ix_turns_queued", "session_id", "seq", postgresql_where=text("status = 'queued'")),
+        Index(
+            "ix_turns_finished",
+            "tenant_id",
+            "finished_at",
+            postgresql_where=text("finished_at IS NOT NULL"),
+        ),
         one_of("status", TurnStatus, table="turns"),
     )
     id: Mapped[uuid.UUID] = _pk()
@@ -197,6 +203,8 @@ class Step(Base):
     parent_step_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("steps.id"))
     call_index: Mapped[int | None] = mapped_column(Integer)
     tool_call_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    holder: Mapped[str | None] = mapped_column(String(200))
+    """The worker process holding the lease (`workers.holder`)."""
     provider: Mapped[str | None] = mapped_column(String(100))
     model: Mapped[str | None] = mapped_column(String(200))
     fallback_from: Mapped[str | None] = mapped_column(String(300))
@@ -267,7 +275,10 @@ class Decision(Base):
     """Append-only audit: one row per model call and per tool call."""
 
     __tablename__ = "decisions"
-    __table_args__ = (one_of("kind", DecisionKind, table="decisions"),)
+    __table_args__ = (
+        one_of("kind", DecisionKind, table="decisions"),
+        Index("ix_decisions_created", "tenant_id", "created_at"),
+    )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), index=True)
     session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
@@ -315,6 +326,17 @@ class Proposal(Base):
     outcome: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
 
 
+class Worker(Base):
+    """A worker process that holds (or may hold) leases; its heartbeat refreshes `seen_at`."""
+
+    __tablename__ = "workers"
+    holder: Mapped[str] = mapped_column(String(200), primary_key=True)
+    hostname: Mapped[str] = mapped_column(String(200))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = _now()
+    seen_at: Mapped[datetime] = _now()
+
+
 # The tables themselves, for Core statements on the hot path (no ORM unit of work).
 sessions_table = cast(Table, Session.__table__)
 turns_table = cast(Table, Turn.__table__)
@@ -322,3 +344,4 @@ steps_table = cast(Table, Step.__table__)
 messages_table = cast(Table, Message.__table__)
 decisions_table = cast(Table, Decision.__table__)
 tool_calls_table = cast(Table, ToolCallRow.__table__)
+workers_table = cast(Table, Worker.__table__)

@@ -25,6 +25,7 @@ from .claims import (
 )
 from .models import Step, Turn, decisions_table, steps_table
 from .repo import now
+from .workers import interval, takeable
 
 __all__ = [
     "Claim",
@@ -232,8 +233,11 @@ def steps_of_turn(db: Db, turn_id: uuid.UUID) -> Sequence[Step]:
     )
 
 
-def stale_steps(db: Db, *, republish_after_s: float, limit: int = 200) -> Sequence[Step]:
-    """Steps whose delivery was lost: pending and unclaimed too long, or with an expired lease.
+def stale_steps(
+    db: Db, *, republish_after_s: float, liveness_s: float, limit: int = 200
+) -> Sequence[Step]:
+    """Steps whose delivery was lost: pending and unclaimed too long, or leased with an
+    expired lease or by a worker that is gone (`store.workers.takeable`).
 
     Rows are locked with SKIP LOCKED so two reconcilers never take the same step.
     """
@@ -248,7 +252,7 @@ def stale_steps(db: Db, *, republish_after_s: float, limit: int = 200) -> Sequen
                         Step.available_at < cutoff,
                         or_(Step.published_at.is_(None), Step.published_at < cutoff),
                     ),
-                    and_(Step.status == StepStatus.LEASED, Step.lease_until < func.now()),
+                    takeable(interval(liveness_s)),
                 )
             )
             .order_by(Step.created_at)
@@ -264,6 +268,7 @@ def mark_republished(db: Db, step: Step) -> None:
     """Back to pending (fencing out the old lease holder) and stamped as published now."""
     step.status = StepStatus.PENDING
     step.lease_until = None
+    step.holder = None
     step.published_at = now()
     db.flush()
 

@@ -1,12 +1,14 @@
-"""Queue `maintenance`: the reconciler, run by beat."""
+"""Queue `maintenance`: the reconciler, its takeover pass and retention, run by beat."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
 from ..dispatch import publish, publish_execution
-from ..queues import RECONCILE
+from ..queues import APPLY_RETENTION, RECONCILE, TAKE_OVER
 from ..turns.reconcile import reconcile as sweep
+from ..turns.reconcile import take_over as sweep_dead_workers
+from ..turns.retention import apply_retention as delete_due
 
 
 @shared_task(name=RECONCILE, ignore_result=True)
@@ -15,3 +17,13 @@ def reconcile() -> None:
     publish(done.publish)
     for proposal_id in done.executions:
         publish_execution(proposal_id)
+
+
+@shared_task(name=TAKE_OVER, ignore_result=True)
+def take_over() -> None:
+    publish(sweep_dead_workers().publish)
+
+
+@shared_task(name=APPLY_RETENTION, ignore_result=True)
+def apply_retention() -> None:
+    delete_due()

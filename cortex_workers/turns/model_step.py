@@ -35,6 +35,7 @@ from .events import tool_result_of
 from .finish import commit_completion, record_model_call
 from .leases import Lease, keeper
 from .lifecycle import announce, fail_turn
+from .liveness import holder
 from .observe import StepOutcome, count_step, model_call, step_scope
 from .routing import pick_route, provider_for, record_output_tokens, take_rate_limit
 from .steps import NextStep
@@ -62,9 +63,10 @@ def _check(lease: Lease) -> None:
 def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
     """Run one delivery of a model step; returns the steps to publish next."""
     rt = get_runtime()
+    me = holder(rt)
     with autocommit_connection(rt.engine) as db:  # the claim and its context: one statement
         claimed = step_store.claim_model_step(
-            db, step_id, lease_s=rt.settings.lease_s, window=rt.settings.history_window
+            db, step_id, lease_s=rt.settings.lease_s, window=rt.settings.history_window, holder=me
         )
         if claimed is None:
             count_step(StepKind.MODEL, StepOutcome.DUPLICATE)

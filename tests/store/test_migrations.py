@@ -32,6 +32,7 @@ TABLES = {
     "tool_calls",
     "decisions",
     "proposals",
+    "workers",
 }
 
 

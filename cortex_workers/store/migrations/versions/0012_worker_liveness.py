@@ -1,0 +1,59 @@
+"""Worker liveness: steps name the process holding their lease; workers beat in `workers`;
+indexes for retention and the reconciler's scans on a large history
+
+`steps.holder` is the process (host, pid, boot nonce) that holds a leased step; `workers` holds
+one row per live worker process, whose `seen_at` its heartbeat thread refreshes. A leased step
+whose holder's heartbeat is older than `CORTEX_LIVENESS_S` may be claimed again at once
+(docs/reliability.md). The indexes keep retention's and the reconciler's scans off sequential
+scans of big tables (docs/retention.md, tests/store/test_hot_plans.py).
+
+Revision ID: 0012
+Revises: 0005
+Create Date: 2026-11-25
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0012"
+down_revision: str | None = "0005"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.add_column("steps", sa.Column("holder", sa.String(length=200), nullable=True))
+    op.create_table(
+        "workers",
+        sa.Column("holder", sa.String(length=200), nullable=False),
+        sa.Column("hostname", sa.String(length=200), nullable=False),
+        sa.Column("pid", sa.Integer(), nullable=False),
+        sa.Column(
+            "started_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.text("now()"),
+            nullable=False,
+        ),
+        sa.Column(
+            "seen_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False
+        ),
+        sa.PrimaryKeyConstraint("holder"),
+    )
+    op.create_index(
+        "ix_turns_finished",
+        "turns",
+        ["tenant_id", "finished_at"],
+        postgresql_where=sa.text("finished_at IS NOT NULL"),
+    )
+    op.create_index("ix_decisions_created", "decisions", ["tenant_id", "created_at"])
+
+
+def downgrade() -> None:
+    op.drop_index("ix_decisions_created", table_name="decisions")
+    op.drop_index("ix_turns_finished", table_name="turns")
+    op.drop_table("workers")
+    op.drop_column("steps", "holder")
