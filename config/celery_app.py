@@ -107,4 +107,11 @@ def _reload_tools_on_sighup(**_: object) -> None:
     signal.signal(signal.SIGHUP, reload)
 
 
+@worker_ready.connect
+def _ready_to_drain(**_: object) -> None:
+    from cortex_workers.tasks.drain import watch_for_drain
+
+    watch_for_drain()
+
+
 app = create_app()

@@ -47,6 +47,7 @@ TEST_SETTINGS = {
     "CORTEX_TOOL_MODULES": '["sample_tools"]',
     "CORTEX_LIVENESS_S": "2",
     "CORTEX_TAKEOVER_EVERY_S": "0.5",
+    "CORTEX_DRAIN_S": "2",
 }
 
 

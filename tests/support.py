@@ -71,9 +71,15 @@ class Workers:
 
         if name == "beat":
             return beat_argv("INFO")
-        return worker_argv(QUEUE_GROUPS[name], pool=None, concurrency=None, loglevel="INFO")
+        # "llm-b" is a second worker on the llm group's queues
+        queues = QUEUE_GROUPS.get(name) or QUEUE_GROUPS[name.split("-")[0]]
+        return worker_argv(
+            queues, pool=None, concurrency=None, loglevel="INFO", hostname=f"{name}@%h"
+        )
 
-    def start(self, name: str) -> None:
+    def start(self, name: str, **extra_env: str) -> None:
+        """Start the worker `name` (a queue group, or `GROUP-suffix` for another worker of
+        that group), with `extra_env` over the group's environment."""
         tests_dir = str(Path(__file__).resolve().parent)
         paths = [p for p in self.env.get("PYTHONPATH", "").split(os.pathsep) if p]
         if tests_dir not in paths:  # the workers import tests/sample_tools.py
@@ -83,7 +89,7 @@ class Workers:
 
         self.procs[name] = subprocess.Popen(
             self._argv(name),
-            env=self.env,
+            env={**self.env, **extra_env},
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -104,6 +110,12 @@ class Workers:
         proc = self.procs[name]
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
+
+    def terminate(self, name: str, timeout: float = 30) -> int:
+        """SIGTERM to the worker only (not its group), as a deploy would; its exit status."""
+        proc = self.procs[name]
+        proc.send_signal(signal.SIGTERM)
+        return proc.wait(timeout)
 
     def log(self, name: str) -> str:
         return (self.log_dir / f"{name}.log").read_text(errors="replace")

@@ -17,26 +17,53 @@ import logging
 import os
 import threading
 import time
+import uuid
 
 from ..dispatch import publish
 from ..runtime import get_runtime
 from ..turns.leases import keeper
 from ..turns.liveness import liveness
+from ..turns.steps import NextStep
+from ..vocabulary import StepKind
 
 log = logging.getLogger(__name__)
 
 STUCK_GRACE_S = 2.0
 """After the hand-back, runners get this long to notice before the process exits anyway."""
 
-_started = threading.Event()
+REPASS_AFTER_S = 0.5
+"""A step delivered to a draining worker is sent on again after this long (to another)."""
+
+_requested = threading.Event()
+_watching = threading.Event()
+
+
+def watch_for_drain() -> None:
+    """When the worker is ready, in its main process: a thread that waits for the drain (the
+    signal handler only sets a flag: under gevent it may not start a thread)."""
+    if _watching.is_set():
+        return
+    _watching.set()
+
+    def wait_then_drain() -> None:
+        _requested.wait()
+        drain()
+
+    threading.Thread(target=wait_then_drain, name="cortex-drain", daemon=True).start()
 
 
 def start_drain() -> None:
-    """On the shutdown signal, in the worker's main process: drain in the background (once)."""
-    if _started.is_set():
-        return
-    _started.set()
-    threading.Thread(target=drain, name="cortex-drain", daemon=True).start()
+    """On the shutdown signal, in the worker's main process."""
+    _requested.set()
+
+
+def passed_on(step_id: str, kind: StepKind) -> bool:
+    """In a task, before its step is claimed: a draining worker takes no new step; it sends
+    the delivery on (Celery may still deliver for a moment after the signal)."""
+    if not _requested.is_set():
+        return False
+    publish([NextStep(uuid.UUID(step_id), kind, countdown=REPASS_AFTER_S)])
+    return True
 
 
 def _wait_while_held(seconds: float) -> int:
