@@ -12,6 +12,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from . import monitor
 from .admin import check_config, create_key, migrate, use_embedded_if_unset, use_running_if_unset
@@ -244,6 +245,17 @@ def _add_data_dir(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_database_commands(sub: Any) -> None:
+    """`migrate` and `retention`."""
+    mig = sub.add_parser("migrate", help="apply database migrations")
+    _add_data_dir(mig)
+    mig.set_defaults(func=cmd_migrate)
+    ret = sub.add_parser("retention", help="delete finished history past [retention] (once)")
+    ret.add_argument("--dry-run", action="store_true", help="only say what would be deleted")
+    _add_data_dir(ret)
+    ret.set_defaults(func=cmd_retention)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cortex-workers", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -293,15 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--timeout", type=float, default=1.0, help="seconds to wait for workers")
     status.set_defaults(func=cmd_status)
 
-    mig = sub.add_parser("migrate", help="apply database migrations")
-    _add_data_dir(mig)
-    mig.set_defaults(func=cmd_migrate)
-
-    ret = sub.add_parser("retention", help="delete finished history past [retention] (once)")
-    ret.add_argument("--dry-run", action="store_true", help="only say what would be deleted")
-    _add_data_dir(ret)
-    ret.set_defaults(func=cmd_retention)
-
+    _add_database_commands(sub)
     keys = sub.add_parser("keys", help="API keys")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     create = keys_sub.add_parser("create", help="print a new API key for a tenant")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Select, delete, func, select
 from sqlalchemy.orm import Session as Db
@@ -43,7 +44,7 @@ def tenants(db: Db) -> list[tuple[uuid.UUID, str]]:
     return [(r.id, r.name) for r in db.execute(select(Tenant.id, Tenant.name)).all()]
 
 
-def _due_turns(tenant_id: uuid.UUID, cutoff: datetime) -> Select[tuple[uuid.UUID]]:
+def _due_turns(tenant_id: uuid.UUID, cutoff: datetime) -> Select[Any]:
     return select(Turn.id).where(
         Turn.tenant_id == tenant_id,
         Turn.finished_at.is_not(None),
@@ -52,11 +53,11 @@ def _due_turns(tenant_id: uuid.UUID, cutoff: datetime) -> Select[tuple[uuid.UUID
     )
 
 
-def _due_decisions(tenant_id: uuid.UUID, cutoff: datetime) -> Select[tuple[int]]:
+def _due_decisions(tenant_id: uuid.UUID, cutoff: datetime) -> Select[Any]:
     return select(Decision.id).where(Decision.tenant_id == tenant_id, Decision.created_at < cutoff)
 
 
-def _count(db: Db, query: Select[tuple[int]]) -> int:
+def _count(db: Db, query: Select[Any]) -> int:
     return int(db.execute(query).scalar_one())
 
 

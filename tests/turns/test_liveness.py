@@ -35,8 +35,7 @@ def llm_restored(workers: Workers) -> Iterator[Workers]:
 def _streaming(client: Api, tid: str, step: int = 1) -> None:
     wait_until(
         lambda: any(
-            e.event == "token" and e.data["step"] == step
-            for e in client.turn_events(tid, limit=4)
+            e.event == "token" and e.data["step"] == step for e in client.turn_events(tid, limit=4)
         ),
         timeout=30,
         what="the model step streaming",
