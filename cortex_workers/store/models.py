@@ -186,6 +186,11 @@ class Step(Base):
             "lease_until",
             postgresql_where=text("status IN ('pending', 'leased')"),
         ),
+        Index(
+            "ix_steps_parent_step_id",
+            "parent_step_id",
+            postgresql_where=text("parent_step_id IS NOT NULL"),
+        ),
         one_of("status", StepStatus, table="steps"),
         one_of("kind", StepKind, table="steps"),
     )
@@ -230,6 +235,7 @@ class Message(Base):
             unique=True,
             postgresql_where=text("role = 'user'"),
         ),
+        Index("ix_messages_turn_id", "turn_id"),
     )
     id: Mapped[uuid.UUID] = _pk()
     session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
@@ -249,6 +255,7 @@ class ToolCallRow(Base):
     __tablename__ = "tool_calls"
     __table_args__ = (
         UniqueConstraint("step_id", "call_id"),
+        Index("ix_tool_calls_turn_id", "turn_id"),
         one_of("status", ToolCallStatus, table="tool_calls"),
         one_of("severity", ToolSeverity, table="tool_calls"),
     )
@@ -300,6 +307,7 @@ class Proposal(Base):
     __tablename__ = "proposals"
     __table_args__ = (
         Index("ix_proposals_pending", "expires_at", postgresql_where=text("status = 'pending'")),
+        Index("ix_proposals_turn_id", "turn_id"),
         one_of("status", ProposalStatus, table="proposals"),
     )
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True)

@@ -50,9 +50,23 @@ def upgrade() -> None:
         postgresql_where=sa.text("finished_at IS NOT NULL"),
     )
     op.create_index("ix_decisions_created", "decisions", ["tenant_id", "created_at"])
+    # what deleting a turn cascades to, or checks (retention deletes turns)
+    op.create_index("ix_messages_turn_id", "messages", ["turn_id"])
+    op.create_index("ix_tool_calls_turn_id", "tool_calls", ["turn_id"])
+    op.create_index("ix_proposals_turn_id", "proposals", ["turn_id"])
+    op.create_index(
+        "ix_steps_parent_step_id",
+        "steps",
+        ["parent_step_id"],
+        postgresql_where=sa.text("parent_step_id IS NOT NULL"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_steps_parent_step_id", table_name="steps")
+    op.drop_index("ix_proposals_turn_id", table_name="proposals")
+    op.drop_index("ix_tool_calls_turn_id", table_name="tool_calls")
+    op.drop_index("ix_messages_turn_id", table_name="messages")
     op.drop_index("ix_decisions_created", table_name="decisions")
     op.drop_index("ix_turns_finished", table_name="turns")
     op.drop_table("workers")
