@@ -31,9 +31,6 @@ log = logging.getLogger(__name__)
 STUCK_GRACE_S = 2.0
 """After the hand-back, runners get this long to notice before the process exits anyway."""
 
-REPASS_AFTER_S = 0.5
-"""A step delivered to a draining worker is sent on again after this long (to another)."""
-
 _requested = threading.Event()
 _watching = threading.Event()
 
@@ -62,7 +59,9 @@ def passed_on(step_id: str, kind: StepKind) -> bool:
     the delivery on (Celery may still deliver for a moment after the signal)."""
     if not _requested.is_set():
         return False
-    publish([NextStep(uuid.UUID(step_id), kind, countdown=REPASS_AFTER_S)])
+    # at once: a delayed (ETA) delivery that came back to this worker would be held in its
+    # timer and lost with it, until the reconciler re-published the step
+    publish([NextStep(uuid.UUID(step_id), kind)])
     return True
 
 
