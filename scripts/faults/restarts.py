@@ -228,6 +228,14 @@ def rolling_restart(stack: Stack, sessions: int, warmup_s: float) -> dict[str, A
         "turn_s_during_max": round(max(during), 2) if during else None,
         "worst_extra_s": round(max(during) - base, 2) if during else None,
         "restart_window_s": round(ended - began, 1),
+        "slowest": [
+            {
+                "id": t["id"],
+                "s": round(t["done"] - t["posted"], 1),
+                "at": round(t["posted"] - began),
+            }
+            for t in sorted(load.turns, key=lambda t: t["posted"] - t["done"])[:3]
+        ],
     }
 
 
