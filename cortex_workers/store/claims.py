@@ -223,7 +223,9 @@ def _claim() -> Any:
             _t.id == _s.turn_id,
             or_(
                 _s.status == const(StepStatus.PENDING),
-                takeable(bindparam("liveness", type_=Interval())),
+                takeable(
+                    bindparam("liveness", type_=Interval()), bindparam("lease", type_=Interval())
+                ),
             ),
             _s.available_at <= func.now() + literal_column("interval '1 second'"),
             or_(_s.kind == const(StepKind.SUMMARIZE), _t.status == const(TurnStatus.RUNNING)),

@@ -18,6 +18,10 @@ from .models import Worker, steps_table, workers_table
 
 _s, _w = steps_table.c, workers_table.c
 
+BEAT_SESSION = "-c synchronous_commit=off"
+"""A beat does not wait for its WAL flush (a beat lost in a crash is only a missed beat), so a
+busy disk does not make a live worker look gone."""
+
 HEARTBEAT_SQL = (
     "INSERT INTO workers (holder, hostname, pid) VALUES (%(holder)s, %(hostname)s, %(pid)s) "
     "ON CONFLICT (holder) DO UPDATE SET seen_at = now()"
@@ -40,11 +44,15 @@ def holder_gone(liveness: Any) -> Any:
     )
 
 
-def takeable(liveness: Any) -> Any:
-    """SQL: a leased step another worker may take: its lease ran out, or its holder is gone."""
+def takeable(liveness: Any, lease: Any) -> Any:
+    """SQL: a leased step another worker may take: its lease ran out; or its holder is gone
+    (`holder_gone`) and its lease was not renewed within `liveness` either (renewed leases
+    end `lease` after their renewal): a process whose renewer still reaches Postgres keeps its
+    steps even while its heartbeat is late."""
+    not_renewed = _s.lease_until < func.now() + lease - liveness
     return and_(
         _s.status == StepStatus.LEASED,
-        or_(_s.lease_until < func.now(), holder_gone(liveness)),
+        or_(_s.lease_until < func.now(), and_(holder_gone(liveness), not_renewed)),
     )
 
 

@@ -26,7 +26,7 @@ from sqlalchemy.engine import make_url
 from ..runtime import Runtime
 from ..store.claims import Holder
 from ..store.db import normalize_url
-from ..store.workers import FORGET_SQL, HEARTBEAT_SQL
+from ..store.workers import BEAT_SESSION, FORGET_SQL, HEARTBEAT_SQL
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class Liveness:
                 self._url,
                 autocommit=True,
                 connect_timeout=CONNECT_TIMEOUT_S,
-                options=f"-c statement_timeout={CONNECT_TIMEOUT_S * 1000}",
+                options=f"-c statement_timeout={CONNECT_TIMEOUT_S * 1000} {BEAT_SESSION}",
                 application_name="cortex-liveness",
             )
         try:

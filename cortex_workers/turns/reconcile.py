@@ -144,8 +144,12 @@ def _record(rt: Runtime, sweep: Sweep, ended: Ended | None, publish: list[NextSt
 def _sweep_steps(rt: Runtime, sweep: Sweep) -> None:
     exhausted = []
     with transaction(rt.db) as db:
+        settings = rt.settings
         stale = step_store.stale_steps(
-            db, republish_after_s=rt.settings.republish_after_s, liveness_s=rt.settings.liveness_s
+            db,
+            republish_after_s=settings.republish_after_s,
+            liveness_s=settings.liveness_s,
+            lease_s=settings.lease_s,
         )
         for step in stale:
             turn = repo.get_turn(db, step.turn_id)

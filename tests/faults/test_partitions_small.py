@@ -8,10 +8,32 @@ message per model step), and what clients rebuilt from SSE equals what is stored
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
-from test_chaos_small import _check
 
 from scripts.faults import run_scenario
+
+MUST_BE_ZERO = (
+    "not_accepted",
+    "lost",
+    "duplicated_assistant_messages",
+    "duplicated_other_messages",
+    "duplicate_turns",
+    "order_violations",
+    "stream_vs_stored_mismatches",
+    "redis_stream_vs_stored_mismatches",
+)
+
+
+def _check(report: dict[str, Any]) -> None:
+    c = report["counts"]
+    print(json.dumps({"counts": c, "problems": report["problems"]}, indent=1, default=str))
+    evidence = json.dumps(report["problems"], default=str)[:4000]
+    assert {k: c[k] for k in MUST_BE_ZERO} == dict.fromkeys(MUST_BE_ZERO, 0), evidence
+    assert c["submitted"] == c["planned"], evidence
+    assert c["done"] + c["failed_visibly"] + c["cancelled"] == c["submitted"], evidence
 
 
 @pytest.mark.timeout(300)
