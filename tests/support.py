@@ -85,6 +85,7 @@ class Workers:
         if tests_dir not in paths:  # the workers import tests/sample_tools.py
             self.env["PYTHONPATH"] = os.pathsep.join([tests_dir, *paths])
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 (owned by the process)
+        since = log.tell()  # a restarted worker appends: wait for its own "ready"
         from cortex_workers.supervisor import die_with_parent
 
         self.procs[name] = subprocess.Popen(
@@ -96,7 +97,9 @@ class Workers:
             preexec_fn=lambda: die_with_parent(signal.SIGKILL),
         )
         wait_until(
-            lambda: b"ready" in (self.log_dir / f"{name}.log").read_bytes() or name == "beat",
+            lambda: (
+                b"ready" in (self.log_dir / f"{name}.log").read_bytes()[since:] or name == "beat"
+            ),
             timeout=60,
             what=f"worker {name} ready",
         )

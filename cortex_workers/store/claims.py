@@ -223,9 +223,7 @@ def _claim() -> Any:
             _t.id == _s.turn_id,
             or_(
                 _s.status == const(StepStatus.PENDING),
-                takeable(
-                    bindparam("liveness", type_=Interval()), bindparam("lease", type_=Interval())
-                ),
+                takeable(bindparam("liveness", type_=Interval())),
             ),
             _s.available_at <= func.now() + literal_column("interval '1 second'"),
             or_(_s.kind == const(StepKind.SUMMARIZE), _t.status == const(TurnStatus.RUNNING)),
@@ -235,6 +233,7 @@ def _claim() -> Any:
             attempt=_s.attempt + const(1),
             lease_until=func.now() + bindparam("lease", type_=Interval()),
             holder=bindparam("worker", type_=String()),
+            renewed_at=func.now(),
         )
         .returning(*_CLAIMED, *_CLAIM_EXTRAS)
     )

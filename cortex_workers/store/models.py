@@ -210,6 +210,8 @@ class Step(Base):
     tool_call_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     holder: Mapped[str | None] = mapped_column(String(200))
     """The worker process holding the lease (`workers.holder`)."""
+    renewed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When the lease was taken or last renewed."""
     provider: Mapped[str | None] = mapped_column(String(100))
     model: Mapped[str | None] = mapped_column(String(200))
     fallback_from: Mapped[str | None] = mapped_column(String(300))

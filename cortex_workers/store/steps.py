@@ -115,7 +115,7 @@ def renew_leases(
             Step.status == StepStatus.LEASED,
             or_(Step.kind == StepKind.SUMMARIZE, live_turn.exists()),
         )
-        .values(lease_until=func.now() + timedelta(seconds=lease_s))
+        .values(lease_until=func.now() + timedelta(seconds=lease_s), renewed_at=func.now())
         .returning(Step.id, Step.attempt)
     ).all()
     return {(r.id, r.attempt) for r in rows}
@@ -234,7 +234,7 @@ def steps_of_turn(db: Db, turn_id: uuid.UUID) -> Sequence[Step]:
 
 
 def stale_steps(
-    db: Db, *, republish_after_s: float, liveness_s: float, lease_s: float, limit: int = 200
+    db: Db, *, republish_after_s: float, liveness_s: float, limit: int = 200
 ) -> Sequence[Step]:
     """Steps whose delivery was lost: pending and unclaimed too long, or leased with an
     expired lease or by a worker that is gone (`store.workers.takeable`).
@@ -252,7 +252,7 @@ def stale_steps(
                         Step.available_at < cutoff,
                         or_(Step.published_at.is_(None), Step.published_at < cutoff),
                     ),
-                    takeable(interval(liveness_s), interval(lease_s)),
+                    takeable(interval(liveness_s)),
                 )
             )
             .order_by(Step.created_at)

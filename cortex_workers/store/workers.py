@@ -44,12 +44,11 @@ def holder_gone(liveness: Any) -> Any:
     )
 
 
-def takeable(liveness: Any, lease: Any) -> Any:
+def takeable(liveness: Any) -> Any:
     """SQL: a leased step another worker may take: its lease ran out; or its holder is gone
-    (`holder_gone`) and its lease was not renewed within `liveness` either (renewed leases
-    end `lease` after their renewal): a process whose renewer still reaches Postgres keeps its
-    steps even while its heartbeat is late."""
-    not_renewed = _s.lease_until < func.now() + lease - liveness
+    (`holder_gone`) and its lease was not renewed within `liveness` either: a process whose
+    renewer still reaches Postgres keeps its steps even while its heartbeat is late."""
+    not_renewed = func.coalesce(_s.renewed_at, _s.lease_until) < func.now() - liveness
     return and_(
         _s.status == StepStatus.LEASED,
         or_(_s.lease_until < func.now(), and_(holder_gone(liveness), not_renewed)),

@@ -3,7 +3,12 @@
 claims write on the steps they lease (host, pid and a boot nonce, so a restarted process with a
 recycled pid is someone else).
 
-A leased step whose holder has not beaten for `liveness_s` may be claimed again at once, and
+The heartbeat runs on an OS thread even under gevent (where `threading.Thread` is a greenlet
+that any step computing without yielding would starve), with the psycopg connection waiting on
+that thread's own gevent hub.
+
+A leased step whose holder has not beaten for `liveness_s` (and whose lease was not renewed
+within it either) may be claimed again at once, and
 the reconciler's takeover pass re-publishes it every `takeover_every_s`: a SIGKILLed worker's
 steps resume within seconds instead of waiting out their lease. Why the heartbeat is in Postgres
 rather than Redis: the claim that takes a step is decided in Postgres, on Postgres's clock, so
@@ -17,8 +22,11 @@ import logging
 import os
 import secrets
 import socket
+import sys
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import psycopg
 from sqlalchemy.engine import make_url
@@ -67,7 +75,7 @@ class Liveness:
         with self._lock:
             if not self._started:
                 self.beat()
-                threading.Thread(target=self._run, name="cortex-liveness", daemon=True).start()
+                _native_start(self._run)
                 self._started = True
         return Holder(worker=self.holder_id, liveness_s=self._rt.settings.liveness_s)
 
@@ -92,8 +100,9 @@ class Liveness:
             raise
 
     def _run(self) -> None:
+        sleep = _native_sleep()
         while not self._stopped:
-            time.sleep(self.every_s)
+            sleep(self.every_s)
             if self._stopped:
                 break
             try:
@@ -109,6 +118,31 @@ class Liveness:
                 conn.execute(FORGET_SQL, {"holder": self.holder_id})
         except psycopg.Error:
             log.warning("liveness: could not forget this worker", exc_info=True)
+
+
+def _gevent_monkey() -> Any:
+    """gevent's `monkey` module when this process is monkey-patched, else None."""
+    monkey = sys.modules.get("gevent.monkey")
+    return monkey if monkey is not None and monkey.is_module_patched("threading") else None
+
+
+def _native_start(run: Callable[[], None]) -> None:
+    """Run `run` on an OS thread. Under gevent a `threading.Thread` is a greenlet, which a
+    step that computes without yielding (a big import, a long JSON parse) would starve; an OS
+    thread keeps beating through that, as it does through a task thread's work elsewhere."""
+    monkey = _gevent_monkey()
+    if monkey is None:
+        threading.Thread(target=run, name="cortex-liveness", daemon=True).start()
+    else:
+        monkey.get_original("_thread", "start_new_thread")(run, ())
+
+
+def _native_sleep() -> Callable[[float], None]:
+    monkey = _gevent_monkey()
+    sleep: Callable[[float], None] = (
+        time.sleep if monkey is None else monkey.get_original("time", "sleep")
+    )
+    return sleep
 
 
 _by_pid: dict[int, Liveness] = {}

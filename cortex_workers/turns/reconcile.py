@@ -149,7 +149,6 @@ def _sweep_steps(rt: Runtime, sweep: Sweep) -> None:
             db,
             republish_after_s=settings.republish_after_s,
             liveness_s=settings.liveness_s,
-            lease_s=settings.lease_s,
         )
         for step in stale:
             turn = repo.get_turn(db, step.turn_id)

@@ -174,7 +174,7 @@ def _hot_paths(db_factory: sessionmaker[Db]) -> list[Callable[[], object]]:
 
     def sweeps() -> None:
         with tx(db_factory) as db:
-            step_store.stale_steps(db, republish_after_s=30, liveness_s=4, lease_s=30)
+            step_store.stale_steps(db, republish_after_s=30, liveness_s=4)
             repo.overdue_turns(db)
             repo.sessions_needing_promotion(db)
             proposal_store.stuck_confirmed(db, older_than_s=30)

@@ -98,15 +98,15 @@ def test_sigterm_drains_and_hands_back_a_long_step(client: Api, llm_restored: Wo
     workers = llm_restored
     workers.kill("llm")
     workers.start("llm", CORTEX_DRAIN_S="1")
-    text = " ".join(f"d{i}" for i in range(60))
+    text = " ".join(f"d{i}" for i in range(100))
     sid = client.scripted_session({"text": text, "token_ms": 100})
     tid = client.submit(sid)
     _streaming(client, tid)
-    workers.start("llm-b")  # where the step goes on
     stopping = time.monotonic()
     assert workers.terminate("llm", timeout=30) == 0
     print(f"\nSIGTERM -> exited: {time.monotonic() - stopping:.2f}s (CORTEX_DRAIN_S=1)")
     workers.procs.pop("llm")
+    workers.start("llm-b")  # where the handed-back step goes on
     turn = _exactly_once(client, sid, tid, text)
     steps = turn["steps"]
     assert isinstance(steps, list) and steps[0]["attempt"] == 2

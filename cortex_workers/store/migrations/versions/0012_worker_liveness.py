@@ -1,7 +1,8 @@
 """Worker liveness: steps name the process holding their lease; workers beat in `workers`;
 indexes for retention and the reconciler's scans on a large history
 
-`steps.holder` is the process (host, pid, boot nonce) that holds a leased step; `workers` holds
+`steps.holder` is the process (host, pid, boot nonce) that holds a leased step, and
+`steps.renewed_at` when its lease was taken or last renewed; `workers` holds
 one row per live worker process, whose `seen_at` its heartbeat thread refreshes. A leased step
 whose holder's heartbeat is older than `CORTEX_LIVENESS_S` may be claimed again at once
 (docs/reliability.md). The indexes keep retention's and the reconciler's scans off sequential
@@ -27,6 +28,7 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     op.add_column("steps", sa.Column("holder", sa.String(length=200), nullable=True))
+    op.add_column("steps", sa.Column("renewed_at", sa.DateTime(timezone=True), nullable=True))
     op.create_table(
         "workers",
         sa.Column("holder", sa.String(length=200), nullable=False),
@@ -70,4 +72,5 @@ def downgrade() -> None:
     op.drop_index("ix_decisions_created", table_name="decisions")
     op.drop_index("ix_turns_finished", table_name="turns")
     op.drop_table("workers")
+    op.drop_column("steps", "renewed_at")
     op.drop_column("steps", "holder")
