@@ -5,40 +5,42 @@ from __future__ import annotations
 
 from typing import Any
 
-from cortex_workers.queues import DISPATCH_WEBHOOKS, FIRE_SCHEDULES, RECONCILE, SWEEP_JOBS, Queue
+from cortex_workers.queues import (
+    APPLY_RETENTION,
+    DISPATCH_WEBHOOKS,
+    FIRE_SCHEDULES,
+    RECONCILE,
+    SWEEP_JOBS,
+    TAKE_OVER,
+    Queue,
+)
 from cortex_workers.settings import Settings
+
+
+def _every(task: str, seconds: float) -> dict[str, Any]:
+    """A maintenance task every `seconds`; a run that waited longer than twice its interval is
+    stale (the next one will come) and is dropped."""
+    return {
+        "task": task,
+        "schedule": seconds,
+        "options": {"queue": Queue.MAINTENANCE.value, "expires": max(seconds * 2, 2.0)},
+    }
 
 
 def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
     every = settings.reconcile_every_s
-    webhooks_every = settings.webhook_dispatch_every_s
-    return {
-        "reconcile": {
-            "task": RECONCILE,
-            "schedule": every,
-            # A sweep that waited longer than its interval is stale: the next one will come.
-            "options": {"queue": Queue.MAINTENANCE.value, "expires": max(every * 2, 2.0)},
-        },
-        "sweep-jobs": {
-            "task": SWEEP_JOBS,
-            "schedule": every,
-            "options": {"queue": Queue.MAINTENANCE.value, "expires": max(every * 2, 2.0)},
-        },
-        "dispatch-webhooks": {
-            "task": DISPATCH_WEBHOOKS,
-            "schedule": webhooks_every,
-            "options": {
-                "queue": Queue.MAINTENANCE.value,
-                "expires": max(webhooks_every * 2, 2.0),
-            },
-        },
-        "fire_schedules": {
-            "task": FIRE_SCHEDULES,
-            "schedule": settings.schedules_every_s,
-            # Firing is idempotent per schedule and fire time: a late sweep only repeats work.
-            "options": {
-                "queue": Queue.MAINTENANCE.value,
-                "expires": max(settings.schedules_every_s * 2, 2.0),
-            },
-        },
+    schedule = {
+        "reconcile": _every(RECONCILE, every),
+        "take_over": _every(TAKE_OVER, settings.takeover_every_s),
+        "sweep-jobs": _every(SWEEP_JOBS, every),
+        "dispatch-webhooks": _every(DISPATCH_WEBHOOKS, settings.webhook_dispatch_every_s),
+        # Firing is idempotent per schedule and fire time: a late sweep only repeats work.
+        "fire_schedules": _every(FIRE_SCHEDULES, settings.schedules_every_s),
     }
+    if settings.retention_days is not None or settings.retention_tenants:
+        schedule["retention"] = {
+            "task": APPLY_RETENTION,
+            "schedule": settings.retention_every_s,
+            "options": {"queue": Queue.MAINTENANCE.value, "expires": settings.retention_every_s},
+        }
+    return schedule

@@ -16,6 +16,7 @@ from celery.signals import (
     worker_process_shutdown,
     worker_ready,
     worker_shutdown,
+    worker_shutting_down,
 )
 
 from beat.schedule import beat_schedule
@@ -62,6 +63,16 @@ def _pool_child_exits(pid: int, **_: object) -> None:
     worker_hooks.on_pool_child_exit(pid)
 
 
+@worker_shutting_down.connect
+def _drain(how: str = "", **_: object) -> None:
+    """A warm shutdown (SIGTERM): running steps get `CORTEX_DRAIN_S` to finish, then their
+    leases are handed back (docs/operations.md)."""
+    if how == "Warm":
+        from cortex_workers.tasks.drain import start_drain
+
+        start_drain()
+
+
 @worker_shutdown.connect
 def _worker_stops(**_: object) -> None:
     worker_hooks.on_worker_stop()
@@ -97,6 +108,13 @@ def _reload_tools_on_sighup(**_: object) -> None:
         logging.getLogger(__name__).info("tools reloaded on SIGHUP")
 
     signal.signal(signal.SIGHUP, reload)
+
+
+@worker_ready.connect
+def _ready_to_drain(**_: object) -> None:
+    from cortex_workers.tasks.drain import watch_for_drain
+
+    watch_for_drain()
 
 
 app = create_app()

@@ -1,5 +1,5 @@
-"""The `cortex-workers` command: dev, api, worker, beat, flower, status, migrate, keys, tenants,
-chat.
+"""The `cortex-workers` command: dev, api, worker, beat, flower, status, migrate, retention, keys,
+tenants, chat.
 
 Process commands refer to the composition root by string (`config.asgi:app`,
 `config.celery_app:app`) so the package never imports `config`.
@@ -13,6 +13,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from . import monitor, tenant_commands
 from .admin import check_config, create_key, migrate, use_embedded_if_unset, use_running_if_unset
@@ -41,6 +42,31 @@ DEFAULT_POOL = ("threads", 4)
 MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 API_SERVICE = "cortex-workers-api"
 """The OpenTelemetry service name of the API, unless `OTEL_SERVICE_NAME` gives another."""
+
+
+def cmd_retention(args: argparse.Namespace) -> int:
+    """Print what retention would delete (`--dry-run`), or delete it once."""
+    from .turns import retention
+
+    stack = use_embedded_if_unset(Path(args.data_dir))
+    try:
+        if args.dry_run:
+            found = retention.due()
+            for d in found:
+                print(
+                    f"{d.tenant}: before {d.cutoff:%Y-%m-%dT%H:%M:%SZ}: {d.turns} turns, "
+                    f"{d.steps} steps, {d.messages} messages, {d.tool_calls} tool_calls, "
+                    f"{d.decisions} decisions"
+                )
+            if not found:
+                print("no tenant has a retention: nothing would be deleted")
+        else:
+            for done in retention.apply_retention():
+                print(f"{done.tenant}: deleted {done.turns} turns, {done.decisions} decisions")
+    finally:
+        if stack is not None:
+            stack.stop()
+    return 0
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -230,6 +256,17 @@ def _add_data_dir(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_database_commands(sub: Any) -> None:
+    """`migrate` and `retention`."""
+    mig = sub.add_parser("migrate", help="apply database migrations")
+    _add_data_dir(mig)
+    mig.set_defaults(func=cmd_migrate)
+    ret = sub.add_parser("retention", help="delete finished history past [retention] (once)")
+    ret.add_argument("--dry-run", action="store_true", help="only say what would be deleted")
+    _add_data_dir(ret)
+    ret.set_defaults(func=cmd_retention)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Every command and its options: long because it lists them all in one place."""
     parser = argparse.ArgumentParser(prog="cortex-workers", description=__doc__)
@@ -280,9 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--timeout", type=float, default=1.0, help="seconds to wait for workers")
     status.set_defaults(func=cmd_status)
 
-    mig = sub.add_parser("migrate", help="apply database migrations")
-    _add_data_dir(mig)
-    mig.set_defaults(func=cmd_migrate)
+    _add_database_commands(sub)
 
     chat = sub.add_parser("chat", help="a conversation in the terminal, through the API")
     add_chat_arguments(chat)

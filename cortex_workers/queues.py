@@ -48,6 +48,8 @@ RUN_JOB: Final = task_name(Queue.LLM, "run_job")
 RUN_BATCH_JOB: Final = task_name(Queue.BATCH, "run_job")
 FIRE_SCHEDULES: Final = task_name(Queue.MAINTENANCE, "fire_schedules")
 RUN_AGENT_TASK: Final = task_name(Queue.AGENTS, "run_agent_task")
+TAKE_OVER: Final = task_name(Queue.MAINTENANCE, "take_over")
+APPLY_RETENTION: Final = task_name(Queue.MAINTENANCE, "apply_retention")
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import (
     AliasChoices,
+    BaseModel,
+    ConfigDict,
     Field,
     model_validator,
 )
@@ -69,7 +71,8 @@ def config_path() -> Path | None:
 
 
 class TomlSource(PydanticBaseSettingsSource):
-    """Reads the flat `[cortex]` table and the `[llm]` table of the config file."""
+    """Reads the flat `[cortex]` table, the `[llm]` table and the `[retention]` table of the
+    config file."""
 
     def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
         return None, field_name, False
@@ -92,6 +95,10 @@ class TomlSource(PydanticBaseSettingsSource):
         for key, field_name in WEBHOOKS_TABLE_KEYS.items():
             if key in webhooks:
                 values.setdefault(field_name, webhooks[key])
+        retention = data.get("retention", {})
+        for key, field_name in (("days", "retention_days"), ("tenants", "retention_tenants")):
+            if key in retention:
+                values.setdefault(field_name, retention[key])
         # Empty strings from unset ${ENV} references mean "not configured".
         return {k: v for k, v in values.items() if v != ""}
 
@@ -125,6 +132,14 @@ WEBHOOKS_TABLE_KEYS = {
     "dispatch_every_s": "webhook_dispatch_every_s",
 }
 """`[webhooks]` keys of the config file (docs/webhooks.md) and the settings fields they fill."""
+
+
+class RetentionSettings(BaseModel):
+    """One `[retention.tenants.NAME]` table."""
+
+    model_config = ConfigDict(extra="forbid")
+    days: float | None = Field(default=None, gt=0)
+    """None keeps this tenant's history forever, whatever `[retention].days` says."""
 
 
 class Settings(BaseSettings):
@@ -216,7 +231,28 @@ class Settings(BaseSettings):
     schedules_every_s: float = Field(
         default=1.0, gt=0, description="How often beat fires the due scheduled turns."
     )
+    liveness_s: float = Field(
+        default=4.0,
+        gt=0,
+        description="A worker whose heartbeat is older than this is dead; its steps are taken.",
+    )
+    """Each worker process writes a heartbeat row every `liveness_s / 4` (docs/reliability.md)."""
+    takeover_every_s: float = Field(
+        default=1.0, gt=0, description="How often beat looks for steps of dead workers."
+    )
+    drain_s: float = Field(
+        default=20.0, ge=0, description="On SIGTERM, running steps get this long to finish."
+    )
     visibility_timeout_s: int = Field(default=43200, gt=0)
+
+    # Retention (docs/retention.md).
+    retention_days: float | None = Field(default=None, gt=0)
+    """Finished turns, their steps and messages, and audit rows older than this are deleted;
+    None keeps them forever."""
+    retention_tenants: dict[str, RetentionSettings] = Field(default_factory=dict)
+    """Per tenant (by name) overrides of `retention_days`."""
+    retention_every_s: float = Field(default=3600.0, gt=0)
+    retention_batch: int = Field(default=500, ge=1, le=10000)
 
     # Streaming.
     stream_ttl_s: int = Field(default=3600, gt=0, description="Stream kept after `done`.")

@@ -78,26 +78,35 @@ class Workers:
 
         if name == "beat":
             return beat_argv("INFO")
-        return worker_argv(QUEUE_GROUPS[name], pool=None, concurrency=None, loglevel="INFO")
+        # "llm-b" is a second worker on the llm group's queues
+        queues = QUEUE_GROUPS.get(name) or QUEUE_GROUPS[name.split("-")[0]]
+        return worker_argv(
+            queues, pool=None, concurrency=None, loglevel="INFO", hostname=f"{name}@%h"
+        )
 
-    def start(self, name: str) -> None:
+    def start(self, name: str, **extra_env: str) -> None:
+        """Start the worker `name` (a queue group, or `GROUP-suffix` for another worker of
+        that group), with `extra_env` over the group's environment."""
         tests_dir = str(Path(__file__).resolve().parent)
         paths = [p for p in self.env.get("PYTHONPATH", "").split(os.pathsep) if p]
         if tests_dir not in paths:  # the workers import tests/sample_tools.py
             self.env["PYTHONPATH"] = os.pathsep.join([tests_dir, *paths])
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 (owned by the process)
+        since = log.tell()  # a restarted worker appends: wait for its own "ready"
         from cortex_workers.supervisor import die_with_parent
 
         self.procs[name] = subprocess.Popen(
             self._argv(name),
-            env=self.env,
+            env={**self.env, **extra_env},
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
             preexec_fn=lambda: die_with_parent(signal.SIGKILL),
         )
         wait_until(
-            lambda: b"ready" in (self.log_dir / f"{name}.log").read_bytes() or name == "beat",
+            lambda: (
+                b"ready" in (self.log_dir / f"{name}.log").read_bytes()[since:] or name == "beat"
+            ),
             timeout=60,
             what=f"worker {name} ready",
         )
@@ -111,6 +120,12 @@ class Workers:
         proc = self.procs[name]
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
+
+    def terminate(self, name: str, timeout: float = 30) -> int:
+        """SIGTERM to the worker only (not its group), as a deploy would; its exit status."""
+        proc = self.procs[name]
+        proc.send_signal(signal.SIGTERM)
+        return proc.wait(timeout)
 
     def log(self, name: str) -> str:
         return (self.log_dir / f"{name}.log").read_text(errors="replace")
@@ -440,3 +455,14 @@ def require_program(name: str, why: str) -> str:
     if os.environ.get("CORTEX_REQUIRE_SYSTEM_PROGRAMS") == "1":
         pytest.fail(f"{reason}, and CORTEX_REQUIRE_SYSTEM_PROGRAMS=1 makes that a failure")
     pytest.skip(reason)
+
+
+def _test_holder() -> Any:
+    from cortex_workers.store.claims import Holder
+
+    return Holder(worker="test:0:claims", liveness_s=10 * 365 * 86400.0)
+
+
+TEST_HOLDER = _test_holder()
+"""A claim's holder for tests that claim steps by hand (never taken for being gone: a holder
+with no heartbeat row is gone only once its silence outlasts liveness_s: ten years)."""

@@ -25,6 +25,8 @@ TASKS = {
     queues.RUN_BATCH_JOB: Queue.BATCH,
     queues.RUN_AGENT_TASK: Queue.AGENTS,
     queues.FIRE_SCHEDULES: Queue.MAINTENANCE,
+    queues.TAKE_OVER: Queue.MAINTENANCE,
+    queues.APPLY_RETENTION: Queue.MAINTENANCE,
 }
 
 
@@ -63,3 +65,14 @@ def test_beat_schedules_the_reconciler_on_the_maintenance_queue() -> None:
     entry = beat_schedule(get_settings())["reconcile"]
     assert entry["task"] == queues.RECONCILE and queues.RECONCILE in app.tasks
     assert entry["options"]["queue"] == Queue.MAINTENANCE.value
+
+
+def test_beat_schedules_the_takeover_pass_always_and_retention_only_when_configured() -> None:
+    settings = get_settings()
+    plain = beat_schedule(settings)
+    assert plain["take_over"]["task"] == queues.TAKE_OVER
+    assert plain["take_over"]["schedule"] == settings.takeover_every_s
+    assert "retention" not in plain
+    kept = beat_schedule(settings.model_copy(update={"retention_days": 30.0}))
+    assert kept["retention"]["task"] == queues.APPLY_RETENTION
+    assert kept["retention"]["options"]["queue"] == Queue.MAINTENANCE.value

@@ -14,7 +14,17 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypedDict
 
-from sqlalchemy import Integer, Interval, and_, bindparam, func, literal_column, or_, select, update
+from sqlalchemy import (
+    Integer,
+    Interval,
+    String,
+    bindparam,
+    func,
+    literal_column,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 
 from ..vocabulary import StepKind, StepStatus, TurnStatus
@@ -27,8 +37,9 @@ from .models import (
     tool_calls_table,
     turns_table,
 )
-from .replies import ToolCallDoc
 from .sql import Precompiled, const
+from .step_views import ModelStepView, ToolStepView
+from .workers import takeable
 
 _s, _t = steps_table.c, turns_table.c
 
@@ -78,105 +89,15 @@ class Claim:
         )
 
 
-class HistoryEntry(TypedDict):
-    """One message of a model step's history, as the view reads it (`_HISTORY_COLUMNS`)."""
-
-    role: str
-    content: str
-    tool_calls: list[ToolCallDoc] | None
-    """As the assistant message stored them."""
-    tool_call_id: str | None
-    name: str | None
-    is_error: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ModelStepView:
-    """What a model step reads about its turn and session with its claim."""
-
-    session_id: uuid.UUID
-    tenant_id: uuid.UUID
-    model_steps: int
-    """The turn's model steps stored so far."""
-    system_prompt: str | None
-    provider: str | None
-    model: str | None
-    tools: list[str] | None
-    """The session's tools (None: every registered tool)."""
-    session_metadata: dict[str, Any] | None
-    summary: str
-    summary_upto_seq: int
-    last_message_seq: int
-    user_seq: int | None
-    """The seq of the turn's user message."""
-    parent_step_no: int | None
-    history: list[HistoryEntry]
-    """The messages the model sees, oldest first: the last `window` after the summary, and
-    always the whole turn."""
-    session_mode: str | None = None
-    tenant_mode: str | None = None
-    session_route: dict[str, Any] | None = None
-    turn_route: dict[str, Any] | None = None
-    """The route requests of the session and of the turn (`routing.RouteSpec`), if any."""
-
-    @classmethod
-    def of(cls, row: Any) -> ModelStepView:
-        return cls(
-            session_id=row.session_id,
-            tenant_id=row.tenant_id,
-            model_steps=row.model_steps,
-            system_prompt=row.system_prompt,
-            provider=row.provider,
-            model=row.model,
-            tools=row.tools,
-            session_metadata=row.session_metadata,
-            summary=row.summary,
-            summary_upto_seq=row.summary_upto_seq,
-            last_message_seq=row.last_message_seq,
-            user_seq=row.user_seq,
-            parent_step_no=row.parent_step_no,
-            history=row.history or [],
-            session_mode=row.session_mode,
-            tenant_mode=row.tenant_mode,
-            session_route=row.session_route,
-            turn_route=row.turn_route,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class ToolStepView:
-    """What a tool step reads about its call and session with its claim."""
-
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-    session_id: uuid.UUID
-    session_name: str | None
-    tenant_id: uuid.UUID
-    allowed: list[str] | None
-    """The session's tools."""
-    parent_no: int
-    """The step_no of the model step that asked for the call."""
-
-    @classmethod
-    def of(cls, row: Any) -> ToolStepView:
-        return cls(
-            call_id=row.call_id,
-            name=row.name,
-            arguments=row.arguments,
-            session_id=row.session_id,
-            session_name=row.session_name,
-            tenant_id=row.tenant_id,
-            allowed=row.allowed,
-            parent_no=row.parent_no,
-        )
-
-
 class ClaimParams(TypedDict):
     """The parameters of a claim (`_claim`)."""
 
     step_id: uuid.UUID
     lease: timedelta
+    liveness: timedelta
+    """A leased step whose holder has not beaten for this long may be taken."""
+    worker: str
+    """This process's holder id (`workers.holder`)."""
 
 
 class ClaimWithViewParams(ClaimParams):
@@ -211,7 +132,9 @@ _CLAIM_EXTRAS = (
 
 
 def _claim() -> Any:
-    """`UPDATE steps … RETURNING`: lease a pending (or lease-expired) step of a running turn.
+    """`UPDATE steps … RETURNING`: lease a pending step of a running turn, or a leased one
+    whose lease expired or whose holder is gone (`store.workers.takeable`), naming this
+    process as its holder.
 
     The step's turn is joined by its key (`UPDATE … FROM turns`): a correlated `EXISTS` under
     the `OR` may be planned as a hash of every running turn, a cost that grows with the load."""
@@ -222,7 +145,7 @@ def _claim() -> Any:
             _t.id == _s.turn_id,
             or_(
                 _s.status == const(StepStatus.PENDING),
-                and_(_s.status == const(StepStatus.LEASED), _s.lease_until < func.now()),
+                takeable(bindparam("liveness", type_=Interval())),
             ),
             _s.available_at <= func.now() + literal_column("interval '1 second'"),
             or_(_s.kind == const(StepKind.SUMMARIZE), _t.status == const(TurnStatus.RUNNING)),
@@ -231,6 +154,8 @@ def _claim() -> Any:
             status=const(StepStatus.LEASED),
             attempt=_s.attempt + const(1),
             lease_until=func.now() + bindparam("lease", type_=Interval()),
+            holder=bindparam("worker", type_=String()),
+            renewed_at=func.now(),
         )
         .returning(*_CLAIMED, *_CLAIM_EXTRAS)
     )
@@ -337,29 +262,46 @@ _STEP_VIEW = Precompiled(
 _CLAIM_WITH_CALL = Precompiled(_with_call(), params=ClaimParams)
 
 
-def claim_step(db: Executor, step_id: uuid.UUID, *, lease_s: float) -> Claim | None:
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """Who claims, and how long a holder's silence means it is gone."""
+
+    worker: str
+    liveness_s: float
+
+
+def _params(step_id: uuid.UUID, lease_s: float, holder: Holder) -> ClaimParams:
+    return ClaimParams(
+        step_id=step_id,
+        lease=timedelta(seconds=lease_s),
+        liveness=timedelta(seconds=holder.liveness_s),
+        worker=holder.worker,
+    )
+
+
+def claim_step(db: Executor, step_id: uuid.UUID, *, lease_s: float, holder: Holder) -> Claim | None:
     """Lease a pending (or lease-expired) step of a live turn; None means someone else has it."""
-    params = ClaimParams(step_id=step_id, lease=timedelta(seconds=lease_s))
+    params = _params(step_id, lease_s, holder)
     row = _CLAIM_ALONE.first(db, params)
     return None if row is None else Claim.of(row)
 
 
 def claim_model_step(
-    db: Executor, step_id: uuid.UUID, *, lease_s: float, window: int
+    db: Executor, step_id: uuid.UUID, *, lease_s: float, window: int, holder: Holder
 ) -> tuple[Claim, ModelStepView] | None:
     """`claim_step`, with what a model step reads about its turn and session and the last
     `window` messages of its history, in one round trip; None means someone else has it."""
-    params = ClaimWithViewParams(step_id=step_id, lease=timedelta(seconds=lease_s), window=window)
+    params = ClaimWithViewParams(**_params(step_id, lease_s, holder), window=window)
     row = _CLAIM_WITH_VIEW.first(db, params)
     return None if row is None else (Claim.of(row), ModelStepView.of(row))
 
 
 def claim_tool_step(
-    db: Executor, step_id: uuid.UUID, *, lease_s: float
+    db: Executor, step_id: uuid.UUID, *, lease_s: float, holder: Holder
 ) -> tuple[Claim, ToolStepView] | None:
     """`claim_step` for a tool step, with its call and session, in one round trip; None
     means someone else has it."""
-    params = ClaimParams(step_id=step_id, lease=timedelta(seconds=lease_s))
+    params = _params(step_id, lease_s, holder)
     row = _CLAIM_WITH_CALL.first(db, params)
     return None if row is None else (Claim.of(row), ToolStepView.of(row))
 

@@ -168,6 +168,12 @@ class Turn(Base):
             postgresql_where=text("status = 'running'"),
         ),
         Index("ix_turns_queued", "session_id", "seq", postgresql_where=text("status = 'queued'")),
+        Index(
+            "ix_turns_finished",
+            "tenant_id",
+            "finished_at",
+            postgresql_where=text("finished_at IS NOT NULL"),
+        ),
         one_of("status", TurnStatus, table="turns"),
     )
     id: Mapped[uuid.UUID] = _pk()
@@ -212,6 +218,11 @@ class Step(Base):
             "lease_until",
             postgresql_where=text("status IN ('pending', 'leased')"),
         ),
+        Index(
+            "ix_steps_parent_step_id",
+            "parent_step_id",
+            postgresql_where=text("parent_step_id IS NOT NULL"),
+        ),
         one_of("status", StepStatus, table="steps"),
         one_of("kind", StepKind, table="steps"),
     )
@@ -229,6 +240,10 @@ class Step(Base):
     parent_step_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("steps.id"))
     call_index: Mapped[int | None] = mapped_column(Integer)
     tool_call_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    holder: Mapped[str | None] = mapped_column(String(200))
+    """The worker process holding the lease (`workers.holder`)."""
+    renewed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When the lease was taken or last renewed."""
     provider: Mapped[str | None] = mapped_column(String(100))
     model: Mapped[str | None] = mapped_column(String(200))
     fallback_from: Mapped[str | None] = mapped_column(String(300))
@@ -258,6 +273,7 @@ class Message(Base):
             unique=True,
             postgresql_where=text("role = 'user'"),
         ),
+        Index("ix_messages_turn_id", "turn_id"),
     )
     id: Mapped[uuid.UUID] = _pk()
     session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
@@ -277,6 +293,7 @@ class ToolCallRow(Base):
     __tablename__ = "tool_calls"
     __table_args__ = (
         UniqueConstraint("step_id", "call_id"),
+        Index("ix_tool_calls_turn_id", "turn_id"),
         one_of("status", ToolCallStatus, table="tool_calls"),
         one_of("severity", ToolSeverity, table="tool_calls"),
     )
@@ -303,7 +320,10 @@ class Decision(Base):
     """Append-only audit: one row per model call and per tool call."""
 
     __tablename__ = "decisions"
-    __table_args__ = (one_of("kind", DecisionKind, table="decisions"),)
+    __table_args__ = (
+        one_of("kind", DecisionKind, table="decisions"),
+        Index("ix_decisions_created", "tenant_id", "created_at"),
+    )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), index=True)
     session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
@@ -325,6 +345,7 @@ class Proposal(Base):
     __tablename__ = "proposals"
     __table_args__ = (
         Index("ix_proposals_pending", "expires_at", postgresql_where=text("status = 'pending'")),
+        Index("ix_proposals_turn_id", "turn_id"),
         one_of("status", ProposalStatus, table="proposals"),
     )
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
@@ -395,6 +416,17 @@ class AgentTask(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
+class Worker(Base):
+    """A worker process that holds (or may hold) leases; its heartbeat refreshes `seen_at`."""
+
+    __tablename__ = "workers"
+    holder: Mapped[str] = mapped_column(String(200), primary_key=True)
+    hostname: Mapped[str] = mapped_column(String(200))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = _now()
+    seen_at: Mapped[datetime] = _now()
+
+
 # The tables themselves, for Core statements on the hot path (no ORM unit of work).
 sessions_table = cast(Table, Session.__table__)
 turns_table = cast(Table, Turn.__table__)
@@ -403,6 +435,7 @@ messages_table = cast(Table, Message.__table__)
 decisions_table = cast(Table, Decision.__table__)
 tool_calls_table = cast(Table, ToolCallRow.__table__)
 agent_tasks_table = cast(Table, AgentTask.__table__)
+workers_table = cast(Table, Worker.__table__)
 
 
 # Budget tables are declared in their own module, on the same metadata.

@@ -16,8 +16,6 @@ from sqlalchemy.orm import Session as Db
 from ..vocabulary import OPEN_STEP_STATUSES, DecisionKind, StepKind, StepStatus, TurnStatus
 from .claims import (
     Claim,
-    ModelStepView,
-    ToolStepView,
     claim_model_step,
     claim_step,
     claim_tool_step,
@@ -25,6 +23,8 @@ from .claims import (
 )
 from .models import Step, Turn, decisions_table, steps_table
 from .repo import now
+from .step_views import ModelStepView, ToolStepView
+from .workers import interval, takeable
 
 __all__ = [
     "Claim",
@@ -114,7 +114,7 @@ def renew_leases(
             Step.status == StepStatus.LEASED,
             or_(Step.kind == StepKind.SUMMARIZE, live_turn.exists()),
         )
-        .values(lease_until=func.now() + timedelta(seconds=lease_s))
+        .values(lease_until=func.now() + timedelta(seconds=lease_s), renewed_at=func.now())
         .returning(Step.id, Step.attempt)
     ).all()
     return {(r.id, r.attempt) for r in rows}
@@ -232,8 +232,11 @@ def steps_of_turn(db: Db, turn_id: uuid.UUID) -> Sequence[Step]:
     )
 
 
-def stale_steps(db: Db, *, republish_after_s: float, limit: int = 200) -> Sequence[Step]:
-    """Steps whose delivery was lost: pending and unclaimed too long, or with an expired lease.
+def stale_steps(
+    db: Db, *, republish_after_s: float, liveness_s: float, limit: int = 200
+) -> Sequence[Step]:
+    """Steps whose delivery was lost: pending and unclaimed too long, or leased with an
+    expired lease or by a worker that is gone (`store.workers.takeable`).
 
     Rows are locked with SKIP LOCKED so two reconcilers never take the same step.
     """
@@ -248,7 +251,7 @@ def stale_steps(db: Db, *, republish_after_s: float, limit: int = 200) -> Sequen
                         Step.available_at < cutoff,
                         or_(Step.published_at.is_(None), Step.published_at < cutoff),
                     ),
-                    and_(Step.status == StepStatus.LEASED, Step.lease_until < func.now()),
+                    takeable(interval(liveness_s)),
                 )
             )
             .order_by(Step.created_at)
@@ -264,6 +267,7 @@ def mark_republished(db: Db, step: Step) -> None:
     """Back to pending (fencing out the old lease holder) and stamped as published now."""
     step.status = StepStatus.PENDING
     step.lease_until = None
+    step.holder = None
     step.published_at = now()
     db.flush()
 

@@ -17,6 +17,7 @@ from sqlalchemy import (
     DateTime,
     ForeignKey,
     Identity,
+    Index,
     SmallInteger,
     String,
     Text,
@@ -50,7 +51,10 @@ class WhiteboardRow(Base):
 
 class BlockerRow(Base):
     __tablename__ = "whiteboard_blockers"
-    __table_args__ = (one_of("status", BlockerStatus, table="whiteboard_blockers"),)
+    __table_args__ = (
+        one_of("status", BlockerStatus, table="whiteboard_blockers"),
+        Index("ix_whiteboard_blockers_session", "session_id", "id"),
+    )
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
     session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
     text: Mapped[str] = mapped_column(Text)
@@ -63,7 +67,10 @@ class BlockerRow(Base):
 
 class EntryRow(Base):
     __tablename__ = "whiteboard_entries"
-    __table_args__ = (one_of("kind", WhiteboardEntryKind, table="whiteboard_entries"),)
+    __table_args__ = (
+        one_of("kind", WhiteboardEntryKind, table="whiteboard_entries"),
+        Index("ix_whiteboard_entries_session", "session_id", "id"),
+    )
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
     session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
     kind: Mapped[WhiteboardEntryKind]

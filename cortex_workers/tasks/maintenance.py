@@ -1,13 +1,16 @@
-"""Queue `maintenance`: the reconciler and the firing of scheduled turns, run by beat."""
+"""Queue `maintenance`: the reconciler, its takeover pass, retention and the firing of scheduled
+turns, run by beat."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
 from ..dispatch import publish, publish_execution
-from ..queues import FIRE_SCHEDULES, RECONCILE
+from ..queues import APPLY_RETENTION, FIRE_SCHEDULES, RECONCILE, TAKE_OVER
 from ..runtime import get_runtime
 from ..turns.reconcile import reconcile as sweep
+from ..turns.reconcile import take_over as sweep_dead_workers
+from ..turns.retention import apply_retention as delete_due
 from ..turns.schedules import fire_due
 
 
@@ -22,3 +25,13 @@ def reconcile() -> None:
 @shared_task(name=FIRE_SCHEDULES, ignore_result=True)
 def fire_schedules() -> None:
     publish(fire_due(get_runtime()))
+
+
+@shared_task(name=TAKE_OVER, ignore_result=True)
+def take_over() -> None:
+    publish(sweep_dead_workers().publish)
+
+
+@shared_task(name=APPLY_RETENTION, ignore_result=True)
+def apply_retention() -> None:
+    delete_due()

@@ -12,8 +12,9 @@ from ..messages import Message, Role, ToolCall, ToolSpec
 from ..routing import RouteSpec
 from ..runtime import Runtime
 from ..store import claims
-from ..store.claims import Claim, HistoryEntry, ModelStepView
+from ..store.claims import Claim
 from ..store.db import Executor
+from ..store.step_views import HistoryEntry, ModelStepView
 from ..vocabulary import LlmMode
 from ..whiteboard import offered_to, whiteboard_summary
 from .modes import mode_in_force, route_spec

@@ -25,8 +25,11 @@ from contextlib import contextmanager
 
 from ..runtime import Runtime
 from ..store import steps as step_store
+from ..store import workers as worker_store
 from ..store.db import transaction
 from ..streaming import cancel_key
+from ..vocabulary import StepKind
+from .steps import NextStep
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +95,25 @@ class LeaseKeeper:
         for h in held:
             if (h.step_id, h.attempt) not in kept:
                 h.lost = True
+
+    def held_count(self) -> int:
+        """How many steps this process holds now."""
+        with self._lock:
+            return len(self._held)
+
+    def hand_back(self) -> list[NextStep]:
+        """Give back every held lease (a draining worker): the steps are pending again, due
+        now, and each runner stops at its next check; returns the steps to publish at once."""
+        held = self._held_now()
+        if not held:
+            return []
+        with transaction(self._rt.db) as db:
+            back = worker_store.hand_back(db, [(h.step_id, h.attempt) for h in held])
+        for h in held:
+            h.lost = True
+        return [
+            NextStep(step_id, StepKind(kind), turn_id=turn_id) for step_id, turn_id, kind in back
+        ]
 
     def check_cancels(self) -> None:
         """Read the cancel flags of every watched turn once (a thread does this every

@@ -36,6 +36,7 @@ from .guarded_call import CallPlan, plan_call, rerouted
 from .guarded_stream import Answered, Sink, stream_answer
 from .leases import Lease, keeper
 from .lifecycle import announce, fail_turn
+from .liveness import holder
 from .observe import StepOutcome, count_step, step_scope
 from .routing import record_output_tokens, take_rate_limit
 from .steps import NextStep
@@ -63,9 +64,10 @@ def _check(lease: Lease) -> None:
 def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
     """Run one delivery of a model step; returns the steps to publish next."""
     rt = get_runtime()
+    me = holder(rt)
     with autocommit_connection(rt.engine) as db:  # the claim and its context: one statement
         claimed = step_store.claim_model_step(
-            db, step_id, lease_s=rt.settings.lease_s, window=rt.settings.history_window
+            db, step_id, lease_s=rt.settings.lease_s, window=rt.settings.history_window, holder=me
         )
         if claimed is None:
             count_step(StepKind.MODEL, StepOutcome.DUPLICATE)

@@ -17,6 +17,7 @@ from ..store import budget as budget_store
 from ..store import proposals as proposal_store
 from ..store import repo
 from ..store import steps as step_store
+from ..store import workers as worker_store
 from ..store.db import transaction
 from ..vocabulary import StepKind, StepStatus, TurnStatus
 from .agent_sweep import AgentSweep, sweep_agent_tasks
@@ -28,6 +29,9 @@ from .steps import NextStep, Publish
 log = logging.getLogger(__name__)
 ORPHAN_GRACE_S = 1.0
 """A reservation younger than this is left alone (its call may be starting)."""
+
+FORGET_WORKERS_AFTER_S = 3600.0
+"""The row of a worker silent this long, holding nothing, is deleted."""
 
 
 @dataclass
@@ -42,6 +46,8 @@ class Sweep:
     """Confirmed proposals whose hand-over to the executor was lost."""
     lease_expired: int = 0
     """Of `republished`, steps whose worker stopped renewing its lease (crashed, killed)."""
+    worker_gone: int = 0
+    """Of `republished`, leased steps whose holder stopped beating (docs/reliability.md)."""
     deadline_failed: int = 0
     """Of `failed`, turns that ran past their deadline."""
     reservations_settled: int = 0
@@ -88,6 +94,8 @@ def reconcile() -> Sweep:
         sweep.executions = list(
             proposal_store.stuck_confirmed(db, older_than_s=rt.settings.republish_after_s)
         )
+    with transaction(rt.db) as db:
+        worker_store.forget_dead(db, older_than_s=FORGET_WORKERS_AFTER_S)
     for session_id in _idle_with_queue(rt):
         with transaction(rt.db) as db:
             if repo.get_session(db, session_id, lock=True) is not None:
@@ -98,11 +106,25 @@ def reconcile() -> Sweep:
     return sweep
 
 
+def take_over() -> Sweep:
+    """The takeover pass (on beat, every `takeover_every_s`): only the steps' part of the
+    sweep, which re-publishes the steps of workers that stopped beating (and anything else
+    stale) without waiting for the full pass."""
+    rt = get_runtime()
+    sweep = Sweep()
+    _sweep_steps(rt, sweep)
+    _count(sweep)
+    if sweep.acted:
+        _log(sweep)
+    return sweep
+
+
 def _count(sweep: Sweep) -> None:
     """`cortex_reconciler_actions_total`, by action."""
     for action, n in (
         ("republished", len(sweep.republished)),
         ("lease_expired", sweep.lease_expired),
+        ("worker_gone", sweep.worker_gone),
         ("deadline_failed", sweep.deadline_failed),
         ("attempts_exhausted", len(sweep.failed) - sweep.deadline_failed),
         ("promoted", len(sweep.promoted)),
@@ -139,7 +161,13 @@ def _record(rt: Runtime, sweep: Sweep, ended: Ended | None, publish: list[NextSt
 def _sweep_steps(rt: Runtime, sweep: Sweep) -> None:
     exhausted = []
     with transaction(rt.db) as db:
-        for step in step_store.stale_steps(db, republish_after_s=rt.settings.republish_after_s):
+        settings = rt.settings
+        stale = step_store.stale_steps(
+            db,
+            republish_after_s=settings.republish_after_s,
+            liveness_s=settings.liveness_s,
+        )
+        for step in stale:
             turn = repo.get_turn(db, step.turn_id)
             if step.kind != StepKind.SUMMARIZE and (
                 turn is None or turn.status != TurnStatus.RUNNING
@@ -149,7 +177,10 @@ def _sweep_steps(rt: Runtime, sweep: Sweep) -> None:
             if step.status == StepStatus.LEASED and step.attempt >= rt.settings.max_attempts:
                 exhausted.append((step.turn_id, step.id, step.attempt))
                 continue
-            sweep.lease_expired += step.status == StepStatus.LEASED
+            if step.status == StepStatus.LEASED:
+                expired = step.lease_until is not None and step.lease_until < repo.now()
+                sweep.lease_expired += expired
+                sweep.worker_gone += not expired
             step_store.mark_republished(db, step)
             session_id = turn.session_id if turn is not None else None
             again = NextStep(step.id, step.kind, turn_id=step.turn_id, session_id=session_id)

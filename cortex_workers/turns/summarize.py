@@ -23,6 +23,7 @@ from . import spend
 from .context import to_message
 from .guarded_call import summary_call
 from .leases import keeper
+from .liveness import holder
 from .modes import AUTO, mode_in_force
 from .observe import StepOutcome, count_step, model_call, step_scope
 from .steps import NextStep
@@ -37,8 +38,9 @@ INSTRUCTION = (
 
 def run_summarize_step(step_id: uuid.UUID) -> list[NextStep]:
     rt = get_runtime()
+    me = holder(rt)
     with transaction(rt.db) as db:
-        claim = step_store.claim_step(db, step_id, lease_s=rt.settings.lease_s)
+        claim = step_store.claim_step(db, step_id, lease_s=rt.settings.lease_s, holder=me)
         if claim is None:
             count_step(StepKind.SUMMARIZE, StepOutcome.DUPLICATE)
             return []

@@ -28,6 +28,7 @@ from .agent_calls import AgentCall, start_call
 from .events import proposal_changed
 from .leases import keeper
 from .lifecycle import create_model_step
+from .liveness import holder
 from .observe import StepOutcome, count_step, step_scope, tool_ran, tool_run
 from .steps import NextStep, Publish
 
@@ -153,8 +154,9 @@ def _run(rt: Runtime, call: _Call, progress: Callable[[float], None]) -> ToolOut
 
 
 def _claim(rt: Runtime, step_id: uuid.UUID) -> _Call | None:
+    me = holder(rt)
     with autocommit_connection(rt.engine) as db:  # one statement
-        claimed = step_store.claim_tool_step(db, step_id, lease_s=rt.settings.lease_s)
+        claimed = step_store.claim_tool_step(db, step_id, lease_s=rt.settings.lease_s, holder=me)
     if claimed is None:
         return None
     claim, row = claimed

@@ -32,6 +32,7 @@ PARTS = (
     "fanout",
     "concurrency",
     "batch",
+    "growth",
 )
 QUICK = {
     "reps": 2,
@@ -58,7 +59,9 @@ def parser() -> argparse.ArgumentParser:
         "Each figure is the median of --reps repetitions.",
     )
     p.add_argument(
-        "--only", default=",".join(PARTS), help=f"comma-separated parts: {', '.join(PARTS)}"
+        "--only",
+        default=",".join(p for p in PARTS if p != "growth"),
+        help=f"comma-separated parts: {', '.join(PARTS)}",
     )
     p.add_argument("--reps", type=int, default=3, help="repetitions per figure")
     p.add_argument("--quick", action="store_true", help="smaller sizes: about two minutes")
@@ -98,6 +101,11 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--first-token-ms", type=int, default=200, help="model's delay before token 1")
     g.add_argument(
         "--roundtrip-turns", type=int, default=10, help="turns whose statements are counted"
+    )
+    g.add_argument(
+        "--growth-sizes",
+        default="100000,1000000",
+        help="growth: turns of synthetic history loaded, cumulative, comma-separated",
     )
     g = p.add_argument_group("slow calls on one llm worker")
     g.add_argument(
@@ -177,6 +185,7 @@ def _parts() -> dict[str, Callable[[Bench], None]]:
     from .batch import batch
     from .concurrency import concurrency
     from .fanout import fanout
+    from .growth import growth
     from .latency import latency, ttft
     from .observability import observability
     from .roundtrips import roundtrips
@@ -191,6 +200,7 @@ def _parts() -> dict[str, Callable[[Bench], None]]:
         "fanout": fanout,
         "concurrency": concurrency,
         "batch": batch,
+        "growth": growth,
     }
 
 

@@ -24,7 +24,7 @@ def _parser() -> argparse.ArgumentParser:
         + "; ".join(f"{k}: {s.title}" for k, s in SCENARIOS.items())
         + ". '2' runs 2a and 2b; 'all' runs every one.",
     )
-    p.add_argument("--scenario", "-s", default="1", help="1, 2, 2a, 2b, 3, 4, 5, 5k or all")
+    p.add_argument("--scenario", "-s", default="1", help="1, 2, 2a, 2b, 3, 4, 5, 5k, 6 or all")
     p.add_argument(
         "--broker",
         default="redis",

@@ -426,3 +426,75 @@ class SseDisconnectsWithKills(WorkerKills):
     attempts of a step (live and from the Postgres snapshot)."""
 
     name = "sse_disconnects_with_kills"
+
+
+class Partitions(Schedule):
+    """Scenario 6: a worker cut off from Postgres, then another cut off from Redis (and its
+    broker), each through a TCP proxy the harness controls, while they hold leases; each
+    partition lasts 8-12 s and is then healed. Both workers are extra `llm` workers; the
+    stack's own keep serving."""
+
+    name = "partitions"
+    cut_s = (8.0, 12.0)
+
+    def start(self) -> None:
+        from .proxy import Proxy
+
+        st = self.stack
+        assert st.pg_socket_dir is not None
+        self.pg = Proxy(st.pg_socket_dir / ".s.PGSQL.5432")
+        self.redis = Proxy(("127.0.0.1", st.redis_port))
+        via_pg = f"postgresql+psycopg://postgres@127.0.0.1:{self.pg.port}/postgres"
+        via_redis = f"redis://127.0.0.1:{self.redis.port}/0"
+        st.add_worker("llm-pg", "llm", DATABASE_URL=via_pg)
+        broker = {"CELERY_BROKER_URL": via_redis} if st.broker_url == st.redis_url else {}
+        st.add_worker("llm-redis", "llm", REDIS_URL=via_redis, **broker)
+        super().start()
+
+    def stop(self, timeout: float = 60) -> None:
+        super().stop(timeout)
+        for proxy in (self.pg, self.redis):
+            proxy.heal()
+
+    def _held_by(self, name: str) -> int:
+        import psycopg
+
+        proc = self.stack.procs[name]
+        if proc.popen is None:
+            return 0
+        with psycopg.connect(self.stack.pg_dsn, connect_timeout=2, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM steps WHERE status = 'leased' AND holder LIKE %s",
+                (f"%:{proc.popen.pid}:%",),
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def run(self) -> None:
+        if not self._sleep(self.warmup_s):
+            return
+        for name, proxy, what in (
+            ("llm-pg", self.pg, "postgres"),
+            ("llm-redis", self.redis, "redis"),
+        ):
+            end = time.time() + 20
+            while self._held_by(name) == 0 and time.time() < end and not self._stop.is_set():
+                time.sleep(0.2)
+            held, infl = self._held_by(name), self.stack.in_flight()
+            proxy.cut()
+            cut_at = time.time()
+            log.info("partition: %s cut off from %s holding %d steps", name, what, held)
+            self._stop.wait(self.rng.uniform(*self.cut_s))
+            proxy.heal()
+            self.records.append(
+                FaultRecord(
+                    kind=f"partition_{what}",
+                    t=cut_at,
+                    in_flight=infl,
+                    landed=held > 0,
+                    landed_on=held,
+                    details={"worker": name, "healed_after_s": round(time.time() - cut_at, 1)},
+                )
+            )
+            log.info("partition: %s healed", name)
+            if self._stop.wait(3.0):
+                return

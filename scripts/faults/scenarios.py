@@ -12,6 +12,7 @@ from typing import Any
 from .checker import Checker, table
 from .driver import Driver, DriverConfig
 from .faults import (
+    Partitions,
     PostgresRestarts,
     RedisPause,
     RedisRestarts,
@@ -123,6 +124,17 @@ SCENARIOS: dict[str, Scenario] = {
             "use_after_param_p": 0.3,
         },
     ),
+    "6": Scenario(
+        "6",
+        "a worker cut off from Postgres, another from Redis (TCP proxies), then healed",
+        Partitions,
+        sessions=8,
+        turns=6,
+        duration_s=70,
+        max_faults=2,
+        # liveness well inside the harness's 5 s lease, so a takeover by liveness shows
+        settings={"CORTEX_LIVENESS_S": "2"},
+    ),
 }
 
 
@@ -138,7 +150,7 @@ def pace(duration_s: float, turns: int) -> tuple[int, int]:
 
 def expand(scenario: str, redis_persist: str = "both") -> list[str]:
     """`all`, `2` (both persistence modes unless one is named) or a single key."""
-    keys = {"all": ["1", "2", "3", "4", "5", "5k"]}.get(scenario, [scenario])
+    keys = {"all": ["1", "2", "3", "4", "5", "5k", "6"]}.get(scenario, [scenario])
     out: list[str] = []
     for k in keys:
         if k == "2":
@@ -146,7 +158,7 @@ def expand(scenario: str, redis_persist: str = "both") -> list[str]:
         elif k in SCENARIOS:
             out.append(k)
         else:
-            raise ValueError(f"unknown scenario {k!r}: 1, 2, 2a, 2b, 3, 4, 5, 5k or all")
+            raise ValueError(f"unknown scenario {k!r}: 1, 2, 2a, 2b, 3, 4, 5, 5k, 6 or all")
     return out
 
 

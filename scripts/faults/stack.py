@@ -219,6 +219,8 @@ class Stack:
         self._lock = threading.RLock()
         self.held: set[str] = set()
         """Procs the supervisor must not restart for now."""
+        self.extra_env: dict[str, dict[str, str]] = {}
+        """Environment of one process over the stack's (`add_worker`)."""
         self.events: list[dict[str, Any]] = []
         """Infrastructure events (restarts etc.) with wall-clock times."""
         self.started = False
@@ -398,8 +400,18 @@ class Stack:
         self.procs[name] = Proc(name, argv, self.workdir / "logs" / f"{name}.log")
 
     def _proc_env(self, proc: Proc) -> dict[str, str]:
-        """The environment a process starts with (subclasses add to it)."""
-        return self.env
+        """The environment a process starts with (subclasses add to it): the stack's, with
+        `extra_env[name]` over it."""
+        return {**self.env, **self.extra_env.get(proc.name, {})}
+
+    def add_worker(self, name: str, queues: str, **env: str) -> None:
+        """Start one more worker (supervised like the others) with `env` over the stack's."""
+        cli = [sys.executable, "-m", "cortex_workers.cli"]
+        self.extra_env[name] = env
+        argv = [*cli, "worker", "--queues", queues, "--loglevel", "INFO"]
+        self._add(name, [*argv, "--hostname", f"{name}@%h"])
+        self._spawn_proc(self.procs[name])
+        self.wait_worker_ready(name, timeout=120)
 
     def _spawn_proc(self, proc: Proc) -> None:
         assert self.spawner is not None

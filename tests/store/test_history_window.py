@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.orm import Session as Db
 from sqlalchemy.orm import sessionmaker
-from support import Stack
+from support import TEST_HOLDER, Stack
 
 from cortex_workers.store import claims, new_turns, repo, tenants
 from cortex_workers.store.db import autocommit, make_engine, make_sessionmaker, transaction
@@ -53,7 +53,9 @@ def _seen(
             update(Session).where(Session.id == session.id).values(summary_upto_seq=summary_upto)
         )
     with autocommit(factory) as db:
-        claimed = claims.claim_model_step(db, new.first_step_id, lease_s=30, window=window)
+        claimed = claims.claim_model_step(
+            db, new.first_step_id, lease_s=30, window=window, holder=TEST_HOLDER
+        )
     assert claimed is not None
     return [m["content"] for m in claimed[1].history]
 
@@ -113,7 +115,11 @@ def test_the_claim_reads_its_own_session_not_every_turn(factory: sessionmaker[Db
             db, tenant_id=tenant.id, session_id=session.id, start_timeout_s=60, content="u"
         )
     params = claims.ClaimWithViewParams(
-        step_id=new.first_step_id, lease=timedelta(seconds=30), window=8
+        step_id=new.first_step_id,
+        lease=timedelta(seconds=30),
+        liveness=timedelta(seconds=TEST_HOLDER.liveness_s),
+        worker=TEST_HOLDER.worker,
+        window=8,
     )
     with transaction(factory) as db:  # EXPLAIN ANALYZE runs the claim: rolled back after
         conn = db.connection()

@@ -41,6 +41,11 @@ TABLES = {
     "budget_counters",
     "budget_reservations",
     "agent_tasks",
+    "workers",
+    "whiteboards",
+    "whiteboard_blockers",
+    "whiteboard_entries",
+    "schedules",
 }
 
 

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
 from sqlalchemy.orm import Session as Db
 from sqlalchemy.orm import sessionmaker
-from support import Stack
+from support import TEST_HOLDER, Stack
 
 from cortex_workers.store import new_turns, replies, reply_statement, repo, tenants
 from cortex_workers.store import steps as step_store
@@ -50,7 +50,9 @@ def _running_turn(factory: sessionmaker[Db], *, extra_steps: int = 0) -> Running
         for i in range(extra_steps):
             step_store.insert_step(db, turn_id=new.id, step_no=2 + i, kind=StepKind.MODEL)
     with transaction(factory) as db:
-        claimed = step_store.claim_model_step(db, new.first_step_id, lease_s=30, window=20)
+        claimed = step_store.claim_model_step(
+            db, new.first_step_id, lease_s=30, window=20, holder=TEST_HOLDER
+        )
     assert claimed is not None
     return Running(session.id, new.id, new.first_step_id, claimed[0].attempt)
 
@@ -184,7 +186,10 @@ def test_the_end_cancels_a_claimed_step_and_adds_a_summarize_step_past_the_windo
             select(Step.id).where(Step.turn_id == r.turn_id, Step.step_no == 2)
         ).scalar_one()
     with transaction(factory) as db:
-        assert step_store.claim_model_step(db, second, lease_s=30, window=20) is not None
+        assert (
+            step_store.claim_model_step(db, second, lease_s=30, window=20, holder=TEST_HOLDER)
+            is not None
+        )
     with autocommit(factory) as db:
         stored = store_reply(db, _reply(r, summarize_window=1), gated=True)
     assert stored.cut_off == (2, 1)

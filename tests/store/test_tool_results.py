@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session as Db
 from sqlalchemy.orm import sessionmaker
-from support import Stack
+from support import TEST_HOLDER, Stack
 
 from cortex_workers.store import new_turns, repo, tenants, tool_calls, tool_results
 from cortex_workers.store import steps as step_store
@@ -59,7 +59,7 @@ def _batch_of_two(factory: sessionmaker[Db]) -> tuple[Any, list[tuple[Any, Any]]
     for step_id in tool_steps:
         assert step_id is not None
         with autocommit(factory) as db:
-            got = step_store.claim_tool_step(db, step_id, lease_s=30)
+            got = step_store.claim_tool_step(db, step_id, lease_s=30, holder=TEST_HOLDER)
         assert got is not None
         claimed.append(got)
     return new, claimed
