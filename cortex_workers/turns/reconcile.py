@@ -131,6 +131,8 @@ def _count(sweep: Sweep) -> None:
         ("proposals_expired", sweep.expired_proposals),
         ("executions_resent", len(sweep.executions)),
         ("reservations_settled", sweep.reservations_settled),
+        ("agent_tasks_resent", len(sweep.agents.resent)),
+        ("agent_tasks_ended", len(sweep.agents.ended)),
     ):
         count_reconciler_action(action, n)
 
