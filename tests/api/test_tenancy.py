@@ -77,6 +77,8 @@ def _bodies(api: Api) -> dict[tuple[str, str], Any]:
             content = op.get("requestBody", {}).get("content", {})
             if "application/json" in content:
                 out[(method.upper(), path)] = _minimal(spec, content["application/json"]["schema"])
+    # a schedule needs one rule (`cron` or `every_s`), which the schema cannot say alone
+    out[("POST", "/v1/sessions/{session_id}/schedules")] = {"content": "x", "every_s": 3600}
     return out
 
 
@@ -143,6 +145,7 @@ def test_another_tenants_ids_answer_404_on_every_route_and_leak_nothing(
         "batch_id": batch_id,
         "webhook_id": webhook_id,
         "task_id": _agent_task(client),
+        "schedule_id": _schedule(client, sid),
     }
 
     routes = _routes_with_ids(other_client)
@@ -189,6 +192,9 @@ def test_another_tenants_ids_answer_404_on_every_route_and_leak_nothing(
     } <= set(walked)
     # B's DELETE removed nothing of A's
     assert [w["id"] for w in client.http.get("/v1/webhooks").json()] == [webhook_id]
+    schedules = client.http.get(f"/v1/sessions/{sid}/schedules").json()["schedules"]
+    assert [s["id"] for s in schedules] == [theirs_ids["schedule_id"]]
+    assert client.http.delete(f"/v1/schedules/{theirs_ids['schedule_id']}").status_code == 204
 
     # A still sees its own turn and proposal, unchanged; B's POSTs created, cancelled and
     # decided nothing.
@@ -200,6 +206,14 @@ def test_another_tenants_ids_answer_404_on_every_route_and_leak_nothing(
     session = client.http.get(f"/v1/sessions/{sid}").json()
     assert session["active_turn"] is None and session["queued_turns"] == 0
     assert client.http.get(f"/v1/proposals/{pid}").json() == proposals[0]
+
+
+def _schedule(client: Api, sid: str) -> str:
+    """A schedule of A's session (hourly, so it does not fire during the test)."""
+    body = {"content": SECRET_CONTENT, "every_s": 3600}
+    r = client.http.post(f"/v1/sessions/{sid}/schedules", json=body)
+    assert r.status_code == 201, r.text
+    return str(r.json()["id"])
 
 
 def _agent_task(client: Api) -> str:
@@ -242,7 +256,7 @@ def test_another_tenants_idempotency_key_is_its_own(client: Api, other_client: A
 
 def test_openapi_id_routes_are_the_ones_the_walk_expects(client: Api) -> None:
     routes = _routes_with_ids(client)
-    ids = r"\{(session_id|turn_id|proposal_id|job_id|batch_id|webhook_id|task_id)\}"
+    ids = r"\{(session_id|turn_id|proposal_id|job_id|batch_id|webhook_id|task_id|schedule_id)\}"
     assert all(re.search(ids, p) for _, p in routes)
     assert {
         ("GET", "/v1/sessions/{session_id}"),
