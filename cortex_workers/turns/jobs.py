@@ -139,13 +139,20 @@ def text_of(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _call(rt: Runtime, job: Job, run: int, route: Route, n: int) -> tuple[Call, Any]:
-    """Make call `n` of run `run`, holding its maximum cost in the daily budgets while it
-    runs (a `TerminalError` `budget_exhausted` when they cannot take it); returns its record
-    and the valid result (None when invalid)."""
+def _when_allowed(rt: Runtime, job: Job, route: Route, n: int) -> ModelRequest:
+    """The request of call `n`, once the provider's rate limits let it go."""
     request = build_request(rt, job, route, n=n)
     while (decision := take_rate_limit(rt, route, request)).defer_s is not None:
         time.sleep(decision.defer_s)
+    return request
+
+
+def _call(
+    rt: Runtime, job: Job, run: int, route: Route, n: int, request: ModelRequest
+) -> tuple[Call, Any]:
+    """Make call `n` of run `run`, holding its maximum cost in the daily budgets while it
+    runs (a `TerminalError` `budget_exhausted` when they cannot take it); returns its record
+    and the valid result (None when invalid)."""
     held = reserve_call(rt, (job.id, job.tenant_id, run, n), route, request)
     try:
         with settling(rt, Admitted(route, request, held)) as bill:
@@ -175,11 +182,12 @@ def run_job(job_id: uuid.UUID) -> None:
     call_lease = lease_s + rt.providers.configs[route.provider].timeout_s
     price = rt.providers.price(route.provider, route.model)
     for n in range(len(job.attempts) + 1, job.max_attempts + 1):
-        with transaction(rt.db) as db:
+        request = _when_allowed(rt, job, route, n)
+        with transaction(rt.db) as db:  # the lease covers the call and its reservation
             if not store.renew(db, job_id, run, lease_s=call_lease):
                 return  # a newer run owns the job
         try:
-            call, result = _call(rt, job, run, route, n)
+            call, result = _call(rt, job, run, route, n, request)
         except TerminalError as exc:
             error = {"code": exc.code, "message": exc.message}
             _end(rt, job, run, error=error | ({"details": exc.details} if exc.details else {}))
