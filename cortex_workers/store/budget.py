@@ -1,13 +1,14 @@
 """Budget SQL: reserve before a model call, settle after it, read what was spent.
 
 A reservation goes through one counter row per scope (`global` and `tenant:ID` for the day,
-`session:ID` for the session's life), always in that order, so concurrent reservations never
-deadlock. Each counter is taken by one conditional UPDATE that admits the whole amount only if
-`spent + reserved + amount <= limit`; the reservation row and every counter change commit
-together or not at all. Settling moves the reservation's amount out of `reserved` and its real
-cost into `spent`, then fires each scope's alert at most once per window (a conditional UPDATE
-of `alerted_at`). A call the reconciler settled at its reserved amount (its worker's lease ran
-out) that then finishes after all is corrected down to its real cost.
+`session:ID` for the session's life; a job's call has none), always in that order, so
+concurrent reservations never deadlock. Each counter is taken by one conditional UPDATE that
+admits the whole amount only if `spent + reserved + amount <= limit`; the reservation row and
+every counter change commit together or not at all. Settling moves the reservation's amount
+out of `reserved` and its real cost into `spent`, then fires each scope's alert at most once
+per window (a conditional UPDATE of `alerted_at`). A call the reconciler settled at its
+reserved amount (its worker's lease ran out) that then finishes after all is corrected down
+to its real cost.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from datetime import datetime
 from sqlalchemy import Connection, Engine, text
 
 from ..budget.windows import NO_WINDOW, Window
-from ..vocabulary import BudgetScope, ReservationStatus, StepStatus, WebhookEventType
+from ..vocabulary import (
+    BudgetScope,
+    JobStatus,
+    ReservationStatus,
+    StepStatus,
+    WebhookEventType,
+)
 from .webhooks import record_event
 
 
@@ -83,7 +90,9 @@ class Alert:
     limit: int
 
 
-class _Refused(Exception):
+class ScopeRefused(Exception):
+    """Raised by `take_scope` inside a reservation's transaction: it rolls the whole back."""
+
     def __init__(self, refusal: Refusal) -> None:
         self.refusal = refusal
 
@@ -118,7 +127,7 @@ _READ_COUNTER = text(
 )
 
 
-def _take(conn: Connection, limit: ScopeLimit, amount: int) -> None:
+def take_scope(conn: Connection, limit: ScopeLimit, amount: int) -> None:
     key = {"key": limit.key, "start": limit.window.start}
     params = {**key, "resets_at": limit.window.resets_at, "amount": amount, "limit": limit.limit}
     taken = conn.execute(_TAKE, params).first()
@@ -126,7 +135,7 @@ def _take(conn: Connection, limit: ScopeLimit, amount: int) -> None:
         assert limit.limit is not None
         current = conn.execute(_READ_COUNTER, key).first()
         spent, reserved = (current.spent, current.reserved) if current is not None else (0, 0)
-        raise _Refused(
+        raise ScopeRefused(
             Refusal(limit.scope, limit.limit, spent, reserved, amount, limit.window.resets_at)
         )
 
@@ -157,9 +166,9 @@ def reserve(engine: Engine, call: CallToReserve) -> Reservation | Refusal:
             if inserted is None:  # this attempt already holds one (a repeated call)
                 return _existing(conn, call)
             for limit in call.money:
-                _take(conn, limit, call.amount_micros)
-            _take(conn, call.session, call.tokens)
-    except _Refused as refused:
+                take_scope(conn, limit, call.amount_micros)
+            take_scope(conn, call.session, call.tokens)
+    except ScopeRefused as refused:
         return refused.refusal
     return Reservation(reservation_id, call.amount_micros, call.tokens)
 
@@ -253,9 +262,10 @@ def _settle(
     money = [("global", row.day_start), (f"tenant:{row.tenant_id}", row.day_start)]
     for key, start in money:
         conn.execute(_SETTLE_COUNTER, {"key": key, "start": start, "held": held, "used": used})
-    session = {"key": f"session:{row.session_id}", "start": NO_WINDOW}
-    used_tokens -= row.tokens if tokens_held == 0 else 0
-    conn.execute(_SETTLE_COUNTER, {**session, "held": tokens_held, "used": used_tokens})
+    if row.session_id is not None:  # a job's call holds no session's tokens
+        session = {"key": f"session:{row.session_id}", "start": NO_WINDOW}
+        used_tokens -= row.tokens if tokens_held == 0 else 0
+        conn.execute(_SETTLE_COUNTER, {**session, "held": tokens_held, "used": used_tokens})
     alerts = []
     for key, start in money:
         hit = conn.execute(_ALERT, {"key": key, "start": start, "pct": alert_at_pct}).first()
@@ -296,9 +306,14 @@ _ORPHANS = text(
     """
     SELECT r.id FROM budget_reservations r
     LEFT JOIN steps st ON st.id = r.step_id
+    LEFT JOIN jobs j ON j.id = r.job_id
     WHERE r.status = :reserved AND r.created_at < now() - make_interval(secs => :grace)
-      AND (st.id IS NULL OR st.attempt <> r.attempt OR st.status <> :leased
-           OR st.lease_until < now())
+      AND CASE WHEN r.job_id IS NULL
+          THEN st.id IS NULL OR st.attempt <> r.attempt OR st.status <> :leased
+               OR st.lease_until < now()
+          ELSE j.id IS NULL OR j.attempt <> r.attempt OR j.status <> :job_running
+               OR j.lease_until IS NULL OR j.lease_until < now()
+          END
     ORDER BY r.created_at
     LIMIT :batch
     FOR UPDATE OF r SKIP LOCKED
@@ -309,9 +324,10 @@ _ORPHANS = text(
 def settle_orphans(
     engine: Engine, *, alert_at_pct: float, grace_s: float, batch: int = 200
 ) -> tuple[int, list[Alert]]:
-    """Settle, at the reserved amount, reservations whose call no worker holds any more (its
-    lease expired, or another attempt or the end of the turn replaced it): the provider may
-    have billed the call. Returns how many, and the alerts that fired."""
+    """Settle, at the reserved amount, reservations whose call no worker holds any more (the
+    lease of its step or job expired, or another attempt or run, or the end of the turn or
+    job, replaced it): the provider may have billed the call. Returns how many, and the
+    alerts that fired."""
     alerts: list[Alert] = []
     with engine.begin() as conn:
         ids = conn.execute(
@@ -319,6 +335,7 @@ def settle_orphans(
             {
                 "reserved": ReservationStatus.RESERVED.value,
                 "leased": StepStatus.LEASED.value,
+                "job_running": JobStatus.RUNNING.value,
                 "grace": grace_s,
                 "batch": batch,
             },

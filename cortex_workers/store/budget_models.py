@@ -3,7 +3,8 @@
 `budget_counters` holds one row per scope and window (`global` and `tenant:ID` per day in the
 budget timezone, `session:ID` for a session's whole life): what was spent, what is reserved by
 calls in flight, the limit in force and when its alert fired. Amounts are integer micro-dollars
-(tokens for a session). `budget_reservations` holds one row per model call attempt.
+(tokens for a session). `budget_reservations` holds one row per model call attempt, of a turn's
+step or of an LLM-function job (exactly one of the two).
 """
 
 from __future__ import annotations
@@ -12,7 +13,18 @@ import uuid
 from datetime import datetime
 from typing import cast
 
-from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, Integer, String, Table, func, text
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+    func,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ..vocabulary import ReservationStatus
@@ -39,6 +51,14 @@ class BudgetReservation(Base):
     __tablename__ = "budget_reservations"
     __table_args__ = (
         Index("uq_budget_reservations_call", "step_id", "attempt", "call_no", unique=True),
+        Index("uq_budget_reservations_job_call", "job_id", "attempt", "call_no", unique=True),
+        CheckConstraint(
+            "(job_id IS NULL AND step_id IS NOT NULL AND turn_id IS NOT NULL "
+            "AND session_id IS NOT NULL) "
+            "OR (job_id IS NOT NULL AND step_id IS NULL AND turn_id IS NULL "
+            "AND session_id IS NULL)",
+            name="ck_budget_reservations_owner",
+        ),
         Index(
             "ix_budget_reservations_open",
             "created_at",
@@ -48,13 +68,20 @@ class BudgetReservation(Base):
         one_of("status", ReservationStatus, table="budget_reservations"),
     )
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
-    step_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("steps.id", ondelete="CASCADE"))
+    step_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("steps.id", ondelete="CASCADE"))
+    """The turn's step whose call this is (with its turn and session), or None for a job's."""
+    job_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    """The LLM-function job whose call this is, or None for a step's."""
     attempt: Mapped[int] = mapped_column(Integer)
+    """The step's attempt, or the job's run, that made the call."""
     call_no: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    """0: the attempt's call; 1: a second call of the same attempt (frugal's escalation)."""
+    """A step's: 0 for the attempt's call, 1 for a second one (frugal's escalation). A
+    job's: the call's number (from 1)."""
     tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
-    session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
-    turn_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
+    session_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE")
+    )
+    turn_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
     user: Mapped[str | None] = mapped_column(String(200))
     provider: Mapped[str] = mapped_column(String(100))
     model: Mapped[str] = mapped_column(String(200))

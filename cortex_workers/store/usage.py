@@ -47,7 +47,7 @@ _KEYS: dict[GroupBy, str] = {
     "day": "to_char(created_at AT TIME ZONE :tz, 'YYYY-MM-DD')",
     "model": "provider || ':' || model",
     "user": "COALESCE(\"user\", '')",
-    "session": "CAST(session_id AS TEXT)",
+    "session": "COALESCE(CAST(session_id AS TEXT), '')",
 }
 
 
@@ -60,7 +60,8 @@ def usage(
     group_by: GroupBy,
     timezone: str,
 ) -> list[UsageRow]:
-    """The tenant's settled model calls made in [start, end), grouped (`day` in `timezone`)."""
+    """The tenant's settled model calls made in [start, end), of turns and of jobs alike,
+    grouped (`day` in `timezone`; a job's calls have no user nor session: key "")."""
     key = _KEYS[group_by]  # one of four fixed expressions, never caller text
     rows = conn.execute(
         text(

@@ -1,4 +1,5 @@
-"""Accepting jobs and batches: checked, stored queued in one transaction, then published."""
+"""Accepting jobs and batches: checked (their schema, their provider, the daily budgets),
+stored queued in one transaction, then published."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InvalidRequest
+from ..providers.registry import Route
 from ..runtime import Runtime
 from ..store import jobs as store
 from ..store.db import transaction
+from ..store.job_tables import Job
 from ..store.jobs import JobSpec
-from .jobs import schema_problem
+from .job_spend import check_job_budget, estimate
+from .jobs import build_request, schema_problem, text_of
 from .sessions import SessionSpec, check_provider
 
 
@@ -27,9 +31,26 @@ def check_spec(rt: Runtime, spec: JobSpec) -> None:
     check_provider(rt, SessionSpec(provider=spec.provider, model=spec.model))
 
 
+def check_budget(rt: Runtime, tenant_id: uuid.UUID, spec: JobSpec, inputs: Sequence[Any]) -> None:
+    """`BudgetExhausted` (402) when not even the smallest first call among `inputs` fits what
+    is left of the global or the tenant's daily budget."""
+    smallest = min(inputs, key=lambda value: len(text_of(value).encode()))
+    provider, model = rt.providers.resolve(spec.provider, spec.model)
+    route = Route(provider, model)
+    job = Job(
+        instructions=spec.instructions,
+        input=smallest,
+        result_schema=spec.result_schema,
+        metadata_=spec.metadata,
+        attempts=[],
+    )
+    check_job_budget(rt, tenant_id, estimate(rt, route, build_request(rt, job, route, n=1)))
+
+
 def submit_job(rt: Runtime, tenant_id: uuid.UUID, spec: JobSpec) -> uuid.UUID:
     """Store a queued job (the caller publishes it)."""
     check_spec(rt, spec)
+    check_budget(rt, tenant_id, spec, [spec.input])
     with transaction(rt.db) as db:
         return store.create_job(db, tenant_id, spec)
 
@@ -39,5 +60,6 @@ def submit_batch(
 ) -> tuple[uuid.UUID, list[uuid.UUID]]:
     """Store a batch with one queued job per input (the caller publishes them)."""
     check_spec(rt, spec)
+    check_budget(rt, tenant_id, spec, inputs)
     with transaction(rt.db) as db:
         return store.create_batch(db, tenant_id, spec, inputs)

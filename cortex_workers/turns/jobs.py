@@ -5,6 +5,9 @@ Native structured output where the provider has it (OpenAI `response_format`, An
 tool use), the schema in the prompt otherwise. A run is claimed with a lease and every write is
 fenced by the run number, so a worker that dies mid-run loses nothing but its model call: the
 sweep re-publishes the job and the next run goes on from the calls already stored.
+
+Each call holds its maximum cost in the daily budgets while it runs and is settled to its real
+cost after it (`job_spend`); a call the budgets cannot take ends the job `budget_exhausted`.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ from ..store import webhooks
 from ..store.db import transaction
 from ..store.job_tables import Job
 from ..vocabulary import JobStatus, WebhookEventType
+from .job_spend import reserve_call
 from .routing import record_output_tokens, take_rate_limit
+from .spend import Admitted, settling
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +79,6 @@ def _unfenced(text: str) -> str:
     return stripped.strip()
 
 
-def budget_check(rt: Runtime, job: Job) -> None:
-    """Call site for tenant budgets: raise `TerminalError(code="budget_exhausted")` here to
-    refuse the job's next model call (docs/jobs.md). Budgets are not enforced yet."""
-
-
 @dataclass(frozen=True, slots=True)
 class Call:
     """One model call of a job, as `GET /v1/jobs/{id}` shows it in `attempts`."""
@@ -119,9 +119,9 @@ def build_request(rt: Runtime, job: Job, route: Route, *, n: int) -> ModelReques
     system = job.instructions + "\n\nAnswer with JSON only."
     if not native:
         system += " It must be valid against this JSON Schema:\n" + json.dumps(job.result_schema)
-    messages = [Message("system", system), Message("user", _text(job.input))]
+    messages = [Message("system", system), Message("user", text_of(job.input))]
     for earlier in job.attempts[: n - 1]:
-        messages.append(Message("assistant", _text(earlier.get("output"))))
+        messages.append(Message("assistant", text_of(earlier.get("output"))))
         problem = earlier.get("error") or "the answer was not valid"
         messages.append(Message("user", f"That answer is invalid: {problem}. Answer again."))
     script = (job.metadata_ or {}).get("script")
@@ -134,18 +134,30 @@ def build_request(rt: Runtime, job: Job, route: Route, *, n: int) -> ModelReques
     )
 
 
-def _text(value: Any) -> str:
+def text_of(value: Any) -> str:
+    """An input or an answer as the model reads it: a string as is, anything else as JSON."""
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _call(rt: Runtime, job: Job, route: Route, n: int) -> tuple[Call, Any]:
-    """Make call `n`; returns its record and the valid result (None when invalid)."""
+def _when_allowed(rt: Runtime, job: Job, route: Route, n: int) -> ModelRequest:
+    """The request of call `n`, once the provider's rate limits let it go."""
     request = build_request(rt, job, route, n=n)
     while (decision := take_rate_limit(rt, route, request)).defer_s is not None:
         time.sleep(decision.defer_s)
-    budget_check(rt, job)
+    return request
+
+
+def _call(
+    rt: Runtime, job: Job, run: int, route: Route, n: int, request: ModelRequest
+) -> tuple[Call, Any]:
+    """Make call `n` of run `run`, holding its maximum cost in the daily budgets while it
+    runs (a `TerminalError` `budget_exhausted` when they cannot take it); returns its record
+    and the valid result (None when invalid)."""
+    held = reserve_call(rt, (job.id, job.tenant_id, run, n), route, request)
     try:
-        completion = collect(rt.providers.get(route.provider).stream(request))
+        with settling(rt, Admitted(route, request, held)) as bill:
+            completion = collect(rt.providers.get(route.provider).stream(request))
+            bill.paid(completion)
     except RetryableError as exc:  # counts as an attempt; the next one waits a little
         wait = exc.retry_after or rt.settings.retry_base_s * 2 ** (n - 1)
         time.sleep(min(wait, rt.settings.retry_max_s))
@@ -170,13 +182,15 @@ def run_job(job_id: uuid.UUID) -> None:
     call_lease = lease_s + rt.providers.configs[route.provider].timeout_s
     price = rt.providers.price(route.provider, route.model)
     for n in range(len(job.attempts) + 1, job.max_attempts + 1):
-        with transaction(rt.db) as db:
+        request = _when_allowed(rt, job, route, n)
+        with transaction(rt.db) as db:  # the lease covers the call and its reservation
             if not store.renew(db, job_id, run, lease_s=call_lease):
                 return  # a newer run owns the job
         try:
-            call, result = _call(rt, job, route, n)
+            call, result = _call(rt, job, run, route, n, request)
         except TerminalError as exc:
-            _end(rt, job, run, error={"code": exc.code, "message": exc.message})
+            error = {"code": exc.code, "message": exc.message}
+            _end(rt, job, run, error=error | ({"details": exc.details} if exc.details else {}))
             return
         cost = price.cost(call.input_tokens, call.output_tokens)
         with transaction(rt.db) as db:

@@ -199,8 +199,9 @@ def _sweep_steps(rt: Runtime, sweep: Sweep) -> None:
 
 
 def _settle_orphaned_reservations(rt: Runtime) -> int:
-    """A reservation whose worker died (its lease expired, or another attempt or the turn's
-    end replaced its call) is settled at the reserved amount: the provider may have billed."""
+    """A reservation whose worker died (the lease of its step or job expired, or another
+    attempt or run, or the end of its turn or job, replaced its call) is settled at the
+    reserved amount: the provider may have billed."""
     pct = rt.settings.llm_budget.alert_at_pct
     settled, alerts = budget_store.settle_orphans(
         rt.engine, alert_at_pct=pct, grace_s=ORPHAN_GRACE_S
