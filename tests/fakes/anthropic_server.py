@@ -5,7 +5,8 @@ are recorded (`requests`, `requests_for(key)`); replies come from a scenario reg
 the text of the first user message of each request: `enqueue(key, *responses)` queues
 responses, each request for that key pops the next one, and with none queued the fake echoes
 the last user text; `answer_by_position(key, *responses)` answers by the number of assistant
-messages in the request instead, so a request sent again gets the same answer. A response is a dict, every key optional:
+messages in the request instead, so a request sent again gets the same answer. A response
+is a dict, every key optional:
 
 - `text`: streamed as several `text_delta`s; `tool_calls`: `[{"name", "arguments", "id",
   "raw_arguments"}]`, each a `tool_use` block whose JSON arrives as several `input_json_delta`
