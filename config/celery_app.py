@@ -95,7 +95,8 @@ def _warm_before_work(sender: Consumer, **_: object) -> None:
     """A threads or gevent worker runs its tasks in this process: build what they need before
     the consumer loop starts (Celery logs "ready" after this). Prefork children warm themselves
     in `worker_process_init`."""
-    if not isinstance(sender.pool, PreforkPool):
+    queues = set(sender.app.amqp.queues.consume_from)
+    if not isinstance(sender.pool, PreforkPool) and worker_hooks.calls_models(queues):
         worker_hooks.warm_before_work()
 
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from .observability.logs import LogFormat, configure_logging, log_format_from_env
 from .observability.metrics import mark_process_dead, start_worker_metrics_server
 from .observability.tracing import configure_tracing, shutdown_tracing
+from .queues import Queue
 from .runtime import get_runtime
 
 METRICS_PORT_ENV = "CORTEX_METRICS_PORT"
@@ -50,6 +51,15 @@ def on_worker_start() -> None:
 def on_pool_child_start() -> None:
     """In a prefork pool child after the fork (`worker_process_init`)."""
     configure_tracing(WORKER_SERVICE)
+
+
+NO_MODEL_QUEUES = frozenset({Queue.TOOLS, Queue.WEBHOOKS})
+"""Queues whose tasks never call a model: their workers have nothing to warm."""
+
+
+def calls_models(queues: set[str]) -> bool:
+    """Whether a worker consuming `queues` runs model calls (and so should warm up)."""
+    return not queues <= NO_MODEL_QUEUES
 
 
 def warm_before_work() -> None:
