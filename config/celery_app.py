@@ -7,6 +7,7 @@ import signal
 from types import FrameType
 
 from celery import Celery
+from celery.concurrency.prefork import TaskPool as PreforkPool
 from celery.signals import (
     after_setup_logger,
     after_setup_task_logger,
@@ -18,6 +19,7 @@ from celery.signals import (
     worker_shutdown,
     worker_shutting_down,
 )
+from celery.worker.consumer import Consumer
 
 from beat.schedule import beat_schedule
 from cortex_workers import worker_hooks
@@ -56,6 +58,7 @@ def _observe_worker(**_: object) -> None:
 def _fresh_resources(**_: object) -> None:
     reset_runtime()
     worker_hooks.on_pool_child_start()
+    worker_hooks.warm_before_work()
 
 
 @worker_process_shutdown.connect
@@ -96,6 +99,16 @@ def _root_log_format(logger: logging.Logger, loglevel: int, **_: object) -> None
 def _task_log_format(logger: logging.Logger, **_: object) -> None:
     if worker_hooks.json_logs_requested():
         worker_hooks.send_task_logs_to_root(logger)
+
+
+@worker_ready.connect
+def _warm_before_work(sender: Consumer, **_: object) -> None:
+    """A threads or gevent worker runs its tasks in this process: build what they need before
+    the consumer loop starts (Celery logs "ready" after this). Prefork children warm themselves
+    in `worker_process_init`."""
+    queues = set(sender.app.amqp.queues.consume_from)
+    if not isinstance(sender.pool, PreforkPool) and worker_hooks.calls_models(queues):
+        worker_hooks.warm_before_work()
 
 
 @worker_ready.connect

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from .observability.logs import LogFormat, configure_logging, log_format_from_env
 from .observability.metrics import mark_process_dead, start_worker_metrics_server
 from .observability.tracing import configure_tracing, shutdown_tracing
+from .queues import Queue
+from .runtime import get_runtime
 
 METRICS_PORT_ENV = "CORTEX_METRICS_PORT"
 METRICS_ADDR_ENV = "CORTEX_METRICS_ADDR"
@@ -38,6 +40,9 @@ def metrics_port(env: Mapping[str, str] = os.environ) -> int:
 
 def on_worker_start() -> None:
     """In the worker's main process, before its pool starts (Celery's `worker_init`)."""
+    from .turns.warm import import_provider_sdks
+
+    import_provider_sdks()
     configure_tracing(WORKER_SERVICE)
     addr = os.environ.get(METRICS_ADDR_ENV, "").strip() or "0.0.0.0"
     start_worker_metrics_server(metrics_port(), addr=addr)
@@ -46,6 +51,25 @@ def on_worker_start() -> None:
 def on_pool_child_start() -> None:
     """In a prefork pool child after the fork (`worker_process_init`)."""
     configure_tracing(WORKER_SERVICE)
+
+
+NO_MODEL_QUEUES = frozenset({Queue.TOOLS, Queue.WEBHOOKS})
+"""Queues whose tasks never call a model: their workers have nothing to warm."""
+
+
+def calls_models(queues: set[str]) -> bool:
+    """Whether a worker consuming `queues` runs model calls (and so should warm up)."""
+    return not queues <= NO_MODEL_QUEUES
+
+
+def warm_before_work() -> None:
+    """Build the runtime (connections, provider clients, redaction detectors, the catalog)
+    before the process takes its first task: in a prefork child after the fork, in a threads or
+    gevent worker before it says it is ready. A step that built them itself would hold the
+    interpreter long enough, under gevent, for its lease to lapse."""
+    from .turns.warm import warm_runtime
+
+    warm_runtime(get_runtime())
 
 
 def on_pool_child_exit(pid: int) -> None:

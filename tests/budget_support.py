@@ -9,7 +9,6 @@ import uuid
 from dataclasses import dataclass
 
 from sqlalchemy import text
-from support import Api
 
 from cortex_workers.runtime import get_runtime
 from cortex_workers.store import new_turns, repo
@@ -45,24 +44,6 @@ def new_tenant(overrides: dict[str, int | LlmMode | None] | None = None) -> tupl
             tenant_admin.set_overrides(db, name, overrides)
         key = tenants.create_api_key(db, row.id)
     return row.id, key
-
-
-def warm_up(api: Api, turns: int = 40) -> None:
-    """A burst of free turns on the OpenAI fake, so that every `llm` process has built its
-    runtime and provider client before a test measures anything (a process that imports its
-    SDK under load stalls its greenlets, lease renewals included)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    _, key = new_tenant()
-    with api.as_tenant(key) as client:
-        sids = [
-            client.create_session(provider="openai", model="gpt-4o-mini")["id"]
-            for _ in range(turns)
-        ]
-        with ThreadPoolExecutor(turns) as pool:
-            tids = list(pool.map(lambda sid: client.submit(sid, "warm up"), sids))
-        for tid in tids:
-            client.wait_turn(tid, timeout=120)
 
 
 def held_step(tenant_id: uuid.UUID) -> tuple[uuid.UUID, uuid.UUID, uuid.UUID]:

@@ -262,6 +262,10 @@ class AnthropicProvider:
                     )
         return self._client
 
+    def warm(self) -> None:
+        """The client and its messages resource, built ahead of the first call."""
+        _ = self.client().messages
+
     def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
         """Text deltas, tool calls (each when its block ends), then usage and finish."""
         try:

@@ -23,6 +23,11 @@ class Provider(Protocol):
 
     def stream(self, request: ModelRequest) -> Iterator[StreamEvent]: ...
 
+    def warm(self) -> None:
+        """Import the SDK and build the client now, at worker start, rather than inside a
+        step's first call (where it stalls every step of the process for a second or more)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class ModelPrice:

@@ -306,6 +306,12 @@ class OpenAIChatProvider:
             reason = "tool_calls"
         yield FinishEvent(reason)
 
+    def warm(self) -> None:
+        """The client, its chat resource and the stream's types, built ahead of the first call."""
+        import openai.lib.streaming.chat  # noqa: F401 (imported for its side effect: loading)
+
+        _ = self._client().chat.completions
+
     def _client(self) -> OpenAI:
         """The SDK client, created on first use (one per provider, shared by all threads)."""
         client = self._client_instance

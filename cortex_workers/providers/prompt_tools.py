@@ -223,6 +223,9 @@ class PromptToolsProvider:
         self.inner = inner
         self.name = inner.name
 
+    def warm(self) -> None:
+        self.inner.warm()
+
     def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
         """The inner stream, with `<tool_call>` blocks turned into tool calls (see module doc)."""
         if not request.tools:

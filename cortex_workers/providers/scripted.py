@@ -98,6 +98,9 @@ class ScriptedProvider:
     def __init__(self, *, sleep: Any = time.sleep) -> None:
         self._sleep = sleep
 
+    def warm(self) -> None:
+        """Nothing to build."""
+
     def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
         if request.purpose == "summarize":
             text = summarize_messages(request)

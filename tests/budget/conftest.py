@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from budget_support import LlmWorkers, warm_up
+from budget_support import LlmWorkers
 from support import Api, Workers, wait_until
 
 from cortex_workers.cli import worker_argv
@@ -39,7 +39,8 @@ def llm_workers(workers: Workers, api: Api) -> Iterator[LlmWorkers]:
         timeout=90,
         what="extra llm workers ready",
     )
+    # a worker logs "ready" once warm (runtime, provider clients, detectors built): its first
+    # steps hold their leases like any later one
     group = LlmWorkers(procs)
-    warm_up(api)
     yield group
     group.kill_all()

@@ -4,7 +4,9 @@
 are recorded (`requests`, `requests_for(key)`); replies come from a scenario registry keyed by
 the text of the first user message of each request: `enqueue(key, *responses)` queues
 responses, each request for that key pops the next one, and with none queued the fake echoes
-the last user text. A response is a dict, every key optional:
+the last user text; `answer_by_position(key, *responses)` answers by the number of assistant
+messages in the request instead, so a request sent again gets the same answer. A response
+is a dict, every key optional:
 
 - `text`: streamed as several `text_delta`s; `tool_calls`: `[{"name", "arguments", "id",
   "raw_arguments"}]`, each a `tool_use` block whose JSON arrives as several `input_json_delta`
@@ -132,6 +134,7 @@ class FakeAnthropic:
         self.model = model
         self._lock = threading.Lock()
         self._scenarios: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
+        self._by_position: dict[str, tuple[dict[str, Any], ...]] = {}
         self._requests: list[ReceivedRequest] = []
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -185,9 +188,17 @@ class FakeAnthropic:
         with self._lock:
             self._scenarios[key].extend(responses)
 
+    def answer_by_position(self, key: str, *responses: dict[str, Any]) -> None:
+        """Answer requests for `key` by where they are in the conversation: a request holding
+        N assistant messages gets `responses[N]` (past the end, the default). Unlike `enqueue`,
+        a request sent again (a step restarted after its lease lapsed) gets the same answer."""
+        with self._lock:
+            self._by_position[key] = responses
+
     def reset(self) -> None:
         with self._lock:
             self._scenarios.clear()
+            self._by_position.clear()
             self._requests.clear()
 
     @property
@@ -204,8 +215,13 @@ class FakeAnthropic:
 
     def _next_response(self, body: dict[str, Any]) -> dict[str, Any]:
         messages = body.get("messages") or []
+        key = first_user_text(messages)
         with self._lock:
-            queue = self._scenarios.get(first_user_text(messages))
+            by_position = self._by_position.get(key)
+            turns = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+            if by_position is not None and turns < len(by_position):
+                return by_position[turns]
+            queue = self._scenarios.get(key)
             if queue:
                 return queue.popleft()
         return {"text": last_user_text(messages)}

@@ -3,7 +3,9 @@
 `SseServer` runs `http.server.ThreadingHTTPServer` on 127.0.0.1 (ephemeral port) in a daemon
 thread. It records every request and keeps a thread-safe scenario registry: `enqueue(key,
 *responses)` queues responses for requests whose first user message's text is `key`; with no
-queued response a request gets the default (echo the last user message). Subclasses speak one
+queued response a request gets the default (echo the last user message).
+`answer_by_position(key, *responses)` answers by the number of assistant messages in the
+request instead, so a request sent again gets the same answer. Subclasses speak one
 wire protocol by implementing `respond` (routing, auth) plus `error_body` and `stream_frames`.
 
 A response is a dict in a small DSL, every key optional::
@@ -183,6 +185,7 @@ class SseServer:
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._scenarios: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
+        self._by_position: dict[str, tuple[dict[str, Any], ...]] = {}
         self._requests: list[RecordedRequest] = []
         self.failures: list[BaseException] = []
         """Exceptions the fake itself raised while answering (a bug in the fake or a test)."""
@@ -235,10 +238,19 @@ class SseServer:
         with self._lock:
             self._scenarios[key].extend(responses)
 
+    def answer_by_position(self, key: str, *responses: dict[str, Any]) -> None:
+        """Answer requests whose first user message's text is `key` by where they are in the
+        conversation: a request holding N assistant messages gets `responses[N]` (past the end,
+        the default). Unlike `enqueue`, a request sent again (a step restarted after its lease
+        lapsed) gets the same answer as the first time."""
+        with self._lock:
+            self._by_position[key] = responses
+
     def clear(self) -> None:
         """Forget queued responses and recorded requests."""
         with self._lock:
             self._scenarios.clear()
+            self._by_position.clear()
             self._requests.clear()
 
     @property
@@ -253,6 +265,11 @@ class SseServer:
     def next_response(self, request: RecordedRequest) -> dict[str, Any]:
         """The next queued response for this request's key, else the default (echo)."""
         with self._lock:
+            by_position = self._by_position.get(request.key or "")
+            if by_position is not None:
+                turns = sum(1 for m in self._messages(request.body) if m.get("role") == "assistant")
+                if turns < len(by_position):
+                    return by_position[turns]
             queue = self._scenarios.get(request.key or "")
             if queue:
                 return queue.popleft()

@@ -46,6 +46,9 @@ class FakeInner:
         self.error = error
         self.requests: list[ModelRequest] = []
 
+    def warm(self) -> None:
+        pass
+
     def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
         self.requests.append(request)
         for chunk in self.chunks:

@@ -39,7 +39,11 @@ def test_a_turn_with_two_tool_calls_completes_on_each_provider(
         if family == "openai"
         else {"input": 120, "output": 30, "cache_read": 64, "cache_write": 0}
     )
-    _fake(fakes, family).enqueue(content, {**TWO_TOOLS, "usage": usage}, {**FINAL, "usage": usage})
+    # by position, not from a queue: a step delivered again (its lease lapsed on a loaded
+    # machine) is a legitimate restart and must get the same answer as its first attempt
+    _fake(fakes, family).answer_by_position(
+        content, {**TWO_TOOLS, "usage": usage}, {**FINAL, "usage": usage}
+    )
     sid = client.create_session(provider=provider, model=model)["id"]
     tid = client.submit(sid, content)
     events = client.turn_events(tid)
