@@ -6,7 +6,7 @@ run, `call_no` its call number), its step, turn and session become nullable, and
 session) or a job. See docs/jobs.md and docs/cost-and-privacy.md.
 
 Revision ID: 0015
-Revises: 0009
+Revises: 0012
 Create Date: 2026-11-25
 """
 
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0015"
-down_revision: str | None = "0009"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
