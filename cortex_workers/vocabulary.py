@@ -11,20 +11,24 @@ from enum import StrEnum
 
 
 class TurnStatus(StrEnum):
-    """A turn's lifecycle: `queued` → `running` → one of the three terminal states."""
+    """A turn's lifecycle: `queued` → `running` → one of the three terminal states; a rollback
+    later moves an ended turn to `rolled_back` (its messages leave the history)."""
 
     QUEUED = "queued"
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    ROLLED_BACK = "rolled_back"
 
     @property
     def is_terminal(self) -> bool:
         return self in TERMINAL_TURN_STATUSES
 
 
-TERMINAL_TURN_STATUSES = frozenset({TurnStatus.DONE, TurnStatus.FAILED, TurnStatus.CANCELLED})
+TERMINAL_TURN_STATUSES = frozenset(
+    {TurnStatus.DONE, TurnStatus.FAILED, TurnStatus.CANCELLED, TurnStatus.ROLLED_BACK}
+)
 ACTIVE_TURN_STATUSES = frozenset({TurnStatus.QUEUED, TurnStatus.RUNNING})
 
 

@@ -137,6 +137,10 @@ class Session(Base):
     output_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     cost_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), default=0, server_default="0")
     created_at: Mapped[datetime] = _now()
+    forked_from_session_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("sessions.id", ondelete="SET NULL")
+    )
+    forked_from_turn_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
 
 
 class Turn(Base):
@@ -258,6 +262,8 @@ class Message(Base):
     turn_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
     step_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("steps.id", ondelete="CASCADE"))
     created_at: Mapped[datetime] = _now()
+    rolled_back: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
+    """The message left the history with its rolled-back turn (it is kept, never deleted)."""
 
 
 class ToolCallRow(Base):
@@ -349,3 +355,4 @@ tool_calls_table = cast(Table, ToolCallRow.__table__)
 
 # Budget tables are declared in their own module, on the same metadata.
 from . import budget_models as budget_models  # noqa: E402
+from . import checkpoint_models as checkpoint_models  # noqa: E402

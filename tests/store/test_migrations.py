@@ -40,6 +40,7 @@ TABLES = {
     "batches",
     "budget_counters",
     "budget_reservations",
+    "checkpoints",
 }
 
 
