@@ -218,3 +218,20 @@ class BudgetScope(StrEnum):
     GLOBAL = "global"
     TENANT = "tenant"
     SESSION = "session"
+
+
+class TimelineKind(StrEnum):
+    """What an event of a turn's execution timeline records (`GET /v1/turns/{tid}/timeline`)."""
+
+    ROUTE = "route"
+    RETRY = "retry"
+    FALLBACK = "fallback"
+    RATE_LIMITED = "rate_limited"
+    BUDGET = "budget"
+    REDACTION = "redaction"
+    TOOL = "tool"
+    HANDOFF = "handoff"
+    ANOMALY = "anomaly"
+    RECOVERY = "recovery"
+    FAILURE = "failure"
+    COMPLETION = "completion"

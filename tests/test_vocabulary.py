@@ -13,7 +13,7 @@ import sqlalchemy.exc
 from sqlalchemy import Engine, insert, text
 from support import Stack
 
-from cortex_workers.store import job_tables, models, webhook_tables
+from cortex_workers.store import job_tables, models, timeline, webhook_tables
 from cortex_workers.store.db import make_engine
 from cortex_workers.vocabulary import (
     BatchStatus,
@@ -27,11 +27,12 @@ from cortex_workers.vocabulary import (
     StepStatus,
     ToolCallStatus,
     ToolSeverity,
+    TimelineKind,
     TurnStatus,
     WebhookEventType,
 )
 
-assert job_tables and webhook_tables  # their tables join `models.Base.metadata`
+assert job_tables and webhook_tables and timeline  # their tables join `models.Base.metadata`
 
 CHECKED: dict[tuple[str, str], type[enum.Enum]] = {
     ("turns", "status"): TurnStatus,
@@ -48,6 +49,7 @@ CHECKED: dict[tuple[str, str], type[enum.Enum]] = {
     ("tenants", "mode"): LlmMode,
     ("sessions", "mode"): LlmMode,
     ("budget_reservations", "status"): ReservationStatus,
+    ("timeline_events", "kind"): TimelineKind,
 }
 ARRAYS: dict[tuple[str, str], type[enum.Enum]] = {("webhooks", "events"): WebhookEventType}
 """Array columns whose every element is one of the enum's values."""

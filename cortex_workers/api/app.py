@@ -27,6 +27,7 @@ from .routes import (
     metrics,
     proposals,
     sessions,
+    timeline,
     tokens,
     turns,
     ui,
@@ -104,7 +105,19 @@ def create_app() -> FastAPI:
     )
     errors.install(app)
     install_log_redaction()
-    routers = (sessions, tokens, turns, events, proposals, jobs, webhooks, meta, metrics, budget)
+    routers = (
+        sessions,
+        tokens,
+        turns,
+        timeline,
+        events,
+        proposals,
+        jobs,
+        webhooks,
+        meta,
+        metrics,
+        budget,
+    )
     for module in (*routers, compat):
         app.include_router(module.router)
     ui.mount(app)

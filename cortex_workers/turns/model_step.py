@@ -27,7 +27,7 @@ from ..store import tool_calls
 from ..store.db import autocommit, autocommit_connection, transaction
 from ..store.steps import Claim
 from ..streaming import StepStream, emit_batch_event, tool_results_emitted
-from ..vocabulary import StepKind, ToolCallStatus
+from ..vocabulary import StepKind, TimelineKind, ToolCallStatus
 from . import spend
 from .context import ModelContext, load_model_context
 from .events import tool_result_of
@@ -39,6 +39,7 @@ from .lifecycle import announce, fail_turn
 from .observe import StepOutcome, count_step, step_scope
 from .routing import record_output_tokens, take_rate_limit
 from .steps import NextStep
+from .timeline import note
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +148,9 @@ def _defer_if_rate_limited(
         return None
     count_rate_limit_deferral(decision.scope)
     count_step(StepKind.MODEL, StepOutcome.DEFERRED)
+    waited = {"scope": str(decision.scope), "defer_s": round(decision.defer_s, 3)}
+    where = {"provider": route.provider, "model": route.model}
+    note(rt, claim.turn_id, TimelineKind.RATE_LIMITED, {**waited, **where}, step=claim.step_no)
     with transaction(rt.db) as db:
         deferred = step_store.defer_step(db, claim.step_id, claim.attempt, delay_s=decision.defer_s)
     if not deferred:
@@ -281,6 +285,13 @@ def _retry_or_fail(
     )
     count_step(StepKind.MODEL, StepOutcome.RETRIED)
     count_llm_retry(route.provider)
+    note(
+        rt,
+        claim.turn_id,
+        TimelineKind.RETRY,
+        {**error, "delay_s": round(delay, 3)},
+        step=claim.step_no,
+    )
     with transaction(rt.db) as db:
         released = step_store.release_for_retry(
             db, claim.step_id, claim.attempt, delay_s=delay, error=error

@@ -17,13 +17,13 @@ from sqlalchemy.orm import Session as Db
 
 from ..messages import BatchEvent, ProposalChanged, ToolProgress, ToolResultReady
 from ..runtime import Runtime, get_runtime
-from ..store import proposals, repo, tool_results
+from ..store import proposals, repo, timeline, tool_results
 from ..store import steps as step_store
 from ..store.db import autocommit_connection, transaction
 from ..store.steps import Claim
 from ..streaming import emit_batch_event
 from ..tools import Limits, ToolContext, ToolOutcome, run_call
-from ..vocabulary import StepKind, TurnStatus
+from ..vocabulary import StepKind, TimelineKind, TurnStatus
 from .events import proposal_changed
 from .leases import keeper
 from .lifecycle import create_model_step
@@ -173,6 +173,9 @@ def _commit(
                 proposal, outcome = _propose(rt, db, call, outcome)
             if not tool_results.store_result(db, _result(call, outcome, proposal)):
                 raise _Refused
+            timeline.record(
+                db, claim.turn_id, TimelineKind.TOOL, _event(call, outcome), step=claim.step_no
+            )
             parent = claim.parent_step_id or claim.step_id
             batch = tool_results.batch_after(db, parent_step_id=parent, turn_id=claim.turn_id)
             if batch.open == 0 and batch.turn_status == TurnStatus.RUNNING:
@@ -212,6 +215,21 @@ def _propose(
     assert row is not None
     content = {"proposal_id": str(pid), "posted_to_chat": True, "awaits_confirmation": True}
     return proposal_changed(row), replace(outcome, content=json.dumps(content))
+
+
+def _event(call: _Call, outcome: ToolOutcome) -> dict[str, object]:
+    """The timeline's `tool` event: the call and its result."""
+    return {
+        "call_id": call.call_id,
+        "name": call.name,
+        "arguments": call.arguments,
+        "is_error": outcome.is_error,
+        "severity": outcome.severity,
+        "error": outcome.error,
+        "chars": len(outcome.content),
+        "truncated": outcome.truncated,
+        "latency_ms": outcome.latency_ms,
+    }
 
 
 def _result(
