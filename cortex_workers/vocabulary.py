@@ -235,3 +235,25 @@ class TimelineKind(StrEnum):
     RECOVERY = "recovery"
     FAILURE = "failure"
     COMPLETION = "completion"
+
+
+class AnomalyKind(StrEnum):
+    """What a detector of the turn loop saw (`[recovery]`, docs/checkpoints.md)."""
+
+    COST_OVERRUN = "cost_overrun"
+    LATENCY_SPIKE = "latency_spike"
+    SHORT_OUTPUT = "short_output"
+    CONTEXT_DEGRADATION = "context_degradation"
+    REPEATED_TOOL_CALL = "repeated_tool_call"
+    DEPTH_EXCEEDED = "depth_exceeded"
+
+
+class RecoveryAction(StrEnum):
+    """What follows an anomaly: record it only, retry the step, take the next route, restore
+    the last checkpoint, or end the turn `failed`."""
+
+    CONTINUE = "continue"
+    RETRY = "retry"
+    FALLBACK = "fallback"
+    ROLLBACK = "rollback"
+    ESCALATE = "escalate"
