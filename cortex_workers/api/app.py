@@ -20,6 +20,7 @@ from .limits import BodySizeLimit
 from .redaction import install_log_redaction
 from .routes import (
     budget,
+    checkpoints,
     compat,
     events,
     jobs,
@@ -117,6 +118,7 @@ def create_app() -> FastAPI:
         meta,
         metrics,
         budget,
+        checkpoints,
     )
     for module in (*routers, compat):
         app.include_router(module.router)

@@ -28,6 +28,7 @@ from ..vocabulary import (
     ToolSeverity,
     TurnStatus,
 )
+from .checkpoint_schemas import ForkedFrom
 
 MAX_TEXT = 200_000
 MAX_DEPTH = 32
@@ -172,6 +173,9 @@ class SessionOut(BaseModel):
     usage: Usage
     cost_usd: float
     created_at: datetime
+    forked_from: ForkedFrom | None = Field(
+        default=None, description="The session and turn this session was forked at."
+    )
 
 
 class TurnCreate(StorableBody):
@@ -284,6 +288,9 @@ class MessageOut(BaseModel):
     is_error: bool
     turn_id: uuid.UUID | None
     created_at: datetime
+    rolled_back: bool = Field(
+        default=False, description="The message left the history with its rolled-back turn."
+    )
 
 
 class MessagesPage(BaseModel):

@@ -264,7 +264,7 @@ def _history(step: Any) -> Any:
     row = func.json_build_object(*(x for k in _HISTORY_COLUMNS for x in (const(k), seen.c[k])))
     history = (
         select(func.json_agg(aggregate_order_by(row, seen.c.seq)))
-        .where(seen.c.session_id == ss.id, seen.c.seq >= start)
+        .where(seen.c.session_id == ss.id, seen.c.seq >= start, ~seen.c.rolled_back)
         .scalar_subquery()
     )
     return history, user_seq
