@@ -51,6 +51,9 @@ TEST_SETTINGS = {
     "CORTEX_WEBHOOK_BACKOFF_MAX_S": "2",
     "CORTEX_WEBHOOK_TIMEOUT_S": "2",
     "CORTEX_WEBHOOK_DISPATCH_EVERY_S": "0.5",
+    # the loop guards and recovery policies exercised by tests/timeline (a short final answer
+    # is retried once, then the turn fails visibly)
+    "CORTEX_RECOVERY": json.dumps({"max_parallel_tools": 2, "actions": {"short_output": "retry"}}),
 }
 
 

@@ -36,6 +36,7 @@ from .guarded_call import CallPlan, plan_call, rerouted
 from .guarded_stream import Answered, Sink, stream_answer
 from .leases import Lease, keeper
 from .lifecycle import announce, fail_turn
+from .loop_guard import offered
 from .observe import StepOutcome, count_step, step_scope
 from .routing import record_output_tokens, take_rate_limit
 from .steps import NextStep
@@ -73,6 +74,7 @@ def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
             return []  # a duplicate delivery, or the turn has ended
         claim, view = claimed
         ctx = load_model_context(rt, db, claim, view)
+    ctx = offered(rt, ctx)  # without the tools past their limit in this turn
     with (
         step_scope(claim, session_id=view.session_id),
         keeper(rt).hold(claim.step_id, claim.attempt, watch_turn=claim.turn_id) as lease,

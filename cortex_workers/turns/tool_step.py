@@ -24,9 +24,11 @@ from ..store.steps import Claim
 from ..streaming import emit_batch_event
 from ..tools import Limits, ToolContext, ToolOutcome, run_call
 from ..vocabulary import StepKind, TimelineKind, TurnStatus
+from .anomalies import detected
 from .events import proposal_changed
 from .leases import keeper
 from .lifecycle import create_model_step
+from .loop_guard import WAIT_S, judge
 from .observe import StepOutcome, count_step, step_scope, tool_ran, tool_run
 from .steps import NextStep
 
@@ -73,7 +75,15 @@ def run_tool_step(step_id: uuid.UUID) -> list[NextStep]:
 
 
 def _run_claimed(rt: Runtime, call: _Call) -> list[NextStep]:
-    """Run the call under the step's lease, store its result and announce it."""
+    """Run the call under the step's lease (unless the loop's guards refuse it or make it
+    wait), store its result and announce it."""
+    verdict = judge(
+        rt, call.claim, session_id=call.session_id, name=call.name, arguments=call.arguments
+    )
+    if verdict.wait:
+        return _wait(rt, call)
+    if verdict.anomaly is not None and verdict.data is not None:
+        detected(rt, call.claim.turn_id, verdict.anomaly, verdict.data, step=call.claim.step_no)
 
     def progress(elapsed: float) -> None:
         call.emit(
@@ -90,7 +100,7 @@ def _run_claimed(rt: Runtime, call: _Call) -> list[NextStep]:
         keeper(rt).hold(call.claim.step_id, call.claim.attempt),
         tool_run(call.name, call.call_id, lambda: json.dumps(call.arguments)) as span,
     ):
-        outcome = _run(rt, call, progress)
+        outcome = verdict.refused or _run(rt, call, progress)
         tool_ran(span, call.name if call.name in rt.tools else "unknown", outcome)
     done = _commit(rt, call, outcome)
     if done is None:
@@ -113,6 +123,26 @@ def _run_claimed(rt: Runtime, call: _Call) -> list[NextStep]:
         ),
     )
     return publish
+
+
+def _wait(rt: Runtime, call: _Call) -> list[NextStep]:
+    """Past `max_parallel_tools`: give the step back (this attempt does not count) and look
+    again shortly."""
+    claim = call.claim
+    with transaction(rt.db) as db:
+        deferred = step_store.defer_step(db, claim.step_id, claim.attempt, delay_s=WAIT_S)
+    if not deferred:
+        return []
+    count_step(StepKind.TOOL, StepOutcome.DEFERRED)
+    return [
+        NextStep(
+            claim.step_id,
+            StepKind.TOOL,
+            countdown=WAIT_S,
+            turn_id=claim.turn_id,
+            session_id=call.session_id,
+        )
+    ]
 
 
 def _run(rt: Runtime, call: _Call, progress: Callable[[float], None]) -> ToolOutcome:

@@ -3,9 +3,8 @@ the facts, and read with `GET /v1/turns/{tid}/timeline`."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from support import Api
+from timeline_support import kinds, timeline
 
 TOOL_THEN_ANSWER = [
     {
@@ -14,16 +13,6 @@ TOOL_THEN_ANSWER = [
     },
     {"text": "It is 42."},
 ]
-
-
-def timeline(client: Api, turn_id: str) -> list[dict[str, Any]]:
-    r = client.http.get(f"/v1/turns/{turn_id}/timeline")
-    assert r.status_code == 200, r.text
-    return list(r.json()["timeline"])
-
-
-def kinds(events: list[dict[str, Any]]) -> list[str]:
-    return [e["kind"] for e in events]
 
 
 def test_a_turn_with_a_tool_records_route_budget_tool_and_completion_in_order(
