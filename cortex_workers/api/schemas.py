@@ -6,14 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..providers.scripted import ScriptReply
 from ..routing import RouteSpec
@@ -173,9 +166,7 @@ class SessionOut(BaseModel):
     usage: Usage
     cost_usd: float
     created_at: datetime
-    forked_from: ForkedFrom | None = Field(
-        default=None, description="The session and turn this session was forked at."
-    )
+    forked_from: ForkedFrom | None = None
 
 
 class TurnCreate(StorableBody):
@@ -288,9 +279,7 @@ class MessageOut(BaseModel):
     is_error: bool
     turn_id: uuid.UUID | None
     created_at: datetime
-    rolled_back: bool = Field(
-        default=False, description="The message left the history with its rolled-back turn."
-    )
+    rolled_back: bool = False
 
 
 class MessagesPage(BaseModel):
