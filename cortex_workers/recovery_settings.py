@@ -3,9 +3,22 @@ anomaly leads to (docs/checkpoints.md), part of `settings.Settings`."""
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from .vocabulary import AnomalyKind, RecoveryAction
+AnomalyName = Literal[
+    "cost_overrun",
+    "latency_spike",
+    "short_output",
+    "context_degradation",
+    "repeated_tool_call",
+    "depth_exceeded",
+]
+"""`vocabulary.AnomalyKind`'s values (settings sit below the vocabulary; a test keeps them in
+step)."""
+ActionName = Literal["continue", "retry", "fallback", "rollback", "escalate"]
+"""`vocabulary.RecoveryAction`'s values."""
 
 
 class Thresholds(BaseModel):
@@ -24,8 +37,8 @@ class Thresholds(BaseModel):
     """A new summary shorter than this fraction of the one it replaced."""
 
 
-def _default_actions() -> dict[AnomalyKind, RecoveryAction]:
-    return {kind: RecoveryAction.CONTINUE for kind in AnomalyKind}
+def _default_actions() -> dict[AnomalyName, ActionName]:
+    return {kind: "continue" for kind in get_args(AnomalyName)}
 
 
 class RecoverySettings(BaseModel):
@@ -40,12 +53,9 @@ class RecoverySettings(BaseModel):
     """Per tool name, overriding `tool_call_limit`."""
     max_parallel_tools: int | None = Field(default=None, ge=1)
     """Tool calls of one model step that run at once (None: all); the others wait."""
-    actions: dict[AnomalyKind, RecoveryAction] = Field(default_factory=_default_actions)
+    actions: dict[AnomalyName, ActionName] = Field(default_factory=_default_actions)
     """The action of each anomaly kind (the kinds left out: `continue`)."""
     thresholds: Thresholds = Field(default_factory=Thresholds)
-
-    def action(self, kind: AnomalyKind) -> RecoveryAction:
-        return self.actions.get(kind, RecoveryAction.CONTINUE)
 
     def limit_of(self, tool: str, session_limits: dict[str, int] | None = None) -> int | None:
         """The calls `tool` may get in one turn: the session's override, else the

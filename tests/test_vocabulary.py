@@ -25,9 +25,9 @@ from cortex_workers.vocabulary import (
     ReservationStatus,
     StepKind,
     StepStatus,
+    TimelineKind,
     ToolCallStatus,
     ToolSeverity,
-    TimelineKind,
     TurnStatus,
     WebhookEventType,
 )
@@ -138,3 +138,13 @@ def test_the_orm_type_refuses_it_before_postgres_sees_it(engine: Engine) -> None
                 id=uuid.uuid4(), turn_id=uuid.uuid4(), step_no=1, kind="thinking"
             )
         )
+
+
+def test_the_recovery_settings_spell_the_anomaly_kinds_and_actions() -> None:
+    from typing import get_args
+
+    from cortex_workers.recovery_settings import ActionName, AnomalyName
+    from cortex_workers.vocabulary import AnomalyKind, RecoveryAction
+
+    assert set(get_args(AnomalyName)) == {k.value for k in AnomalyKind}
+    assert set(get_args(ActionName)) == {a.value for a in RecoveryAction}

@@ -78,3 +78,17 @@ def of_turn(db: Db, turn_id: uuid.UUID) -> list[Event]:
         select(_t.at, _t.step, _t.kind, _t.data).where(_t.turn_id == turn_id).order_by(_t.id)
     ).all()
     return [Event(r.at, r.step, TimelineKind(r.kind), r.data) for r in rows]
+
+
+def recoveries(db: Db, turn_id: uuid.UUID, action: str) -> list[int | None]:
+    """The steps of the turn's recovery events of `action`, oldest first."""
+    rows = db.execute(
+        select(_t.step)
+        .where(
+            _t.turn_id == turn_id,
+            _t.kind == TimelineKind.RECOVERY,
+            _t.data["action"].astext == action,
+        )
+        .order_by(_t.id)
+    ).all()
+    return [r.step for r in rows]

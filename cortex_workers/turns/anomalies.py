@@ -18,6 +18,12 @@ from .timeline import note
 log = logging.getLogger(__name__)
 
 
+def action_of(rt: Runtime, kind: AnomalyKind) -> RecoveryAction:
+    """`[recovery].actions` for `kind` (`continue` when not configured)."""
+    actions = rt.settings.recovery.actions.items()
+    return RecoveryAction(next((a for k, a in actions if k == kind), RecoveryAction.CONTINUE))
+
+
 def detected(
     rt: Runtime,
     turn_id: uuid.UUID,
@@ -27,7 +33,7 @@ def detected(
     step: int | None,
 ) -> RecoveryAction:
     """Record an anomaly; returns the action configured for its kind."""
-    action = rt.settings.recovery.action(kind)
+    action = action_of(rt, kind)
     count_anomaly(kind)
     log.warning("turn %s: anomaly %s (%s), action %s", turn_id, kind, dict(data), action)
     note(rt, turn_id, TimelineKind.ANOMALY, {"kind": kind, "action": action, **data}, step=step)

@@ -102,8 +102,7 @@ def commit_completion(
         if not stored.owned:
             return []
         if stored.turn is not None:
-            announce(rt, _ended(stored, claim))
-            _note_end(rt, claim, reply)
+            _announce(rt, stored, claim, reply)
             return step_ref(
                 stored.summarize_step_id,
                 StepKind.SUMMARIZE,
@@ -136,9 +135,13 @@ def commit_completion(
                 session_id=ctx.session_id,
             )
     if reply.end is not None:
-        announce(rt, _ended(stored, claim))
-        _note_end(rt, claim, reply)
+        _announce(rt, stored, claim, reply)
     return publish
+
+
+def _announce(rt: Runtime, stored: replies.Stored, claim: Claim, reply: replies.Reply) -> None:
+    announce(rt, _ended(stored, claim))
+    _note_end(rt, claim, reply)
 
 
 def _note_end(rt: Runtime, claim: Claim, reply: replies.Reply) -> None:

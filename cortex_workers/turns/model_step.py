@@ -28,7 +28,7 @@ from ..store.db import autocommit, autocommit_connection, transaction
 from ..store.steps import Claim
 from ..streaming import StepStream, emit_batch_event, tool_results_emitted
 from ..vocabulary import StepKind, TimelineKind, ToolCallStatus
-from . import spend
+from . import recovery, spend
 from .context import ModelContext, load_model_context
 from .events import tool_result_of
 from .finish import commit_completion, record_model_call
@@ -132,12 +132,37 @@ def _run_claimed(rt: Runtime, claim: Claim, ctx: ModelContext, lease: Lease) -> 
         rt.health.record_success(route.provider)
         record_output_tokens(rt, route, completion.output_tokens)
     latency_ms = int((time.monotonic() - started) * 1000)
+    answer = _answer(rt, route, completion, latency_ms, admitted)
+    if (recovered := _review(rt, claim, ctx, answer, depth_exceeded)) is not None:
+        return recovered  # retried, fell back, rolled back or failed: this answer is void
     if not _emit_answer(stream, claim, completion):
         return []
     count_step(StepKind.MODEL, StepOutcome.DONE)
     return commit_completion(
         rt, claim, ctx, route, completion, latency_ms=latency_ms, depth_exceeded=depth_exceeded
     )
+
+
+def _answer(
+    rt: Runtime,
+    route: Route,
+    completion: Completion,
+    latency_ms: int,
+    admitted: spend.Admitted | None,
+) -> recovery.Answer:
+    """The answer as the anomaly detectors see it: its cost against the reserved estimate."""
+    price = rt.providers.price(route.provider, route.model)
+    cost = round(price.cost(completion.input_tokens, completion.output_tokens) * 1e6)
+    reserved = admitted.held.amount_micros if admitted is not None else None
+    return recovery.Answer(route, completion, latency_ms, reserved, cost)
+
+
+def _review(
+    rt: Runtime, claim: Claim, ctx: ModelContext, answer: recovery.Answer, depth_exceeded: bool
+) -> list[NextStep] | None:
+    """The anomaly detectors on the answer, and the recovery they call for (None: go on)."""
+    found = recovery.findings(rt, answer, depth_exceeded=depth_exceeded)
+    return recovery.respond(rt, claim, ctx, found)
 
 
 def _defer_if_rate_limited(
