@@ -119,3 +119,21 @@ def test_a_rollback_to_a_turn_that_is_not_a_checkpoint_is_refused(client: Api) -
     other = client.scripted_session()
     r = _rollback(client, other, failed)
     assert r.status_code == 404
+
+
+def test_after_a_long_rollback_the_window_holds_the_messages_that_stand(client: Api) -> None:
+    # The test stack keeps a window of 8 messages: the rolled-back turns' 8 messages leave a
+    # gap in the seqs, and the window counts the messages that stand, not the seqs.
+    sid = client.scripted_session()
+    kept = [client.submit(sid, f"kept fact {i}") for i in range(3)]
+    for t in kept:
+        client.wait_turn(t)
+    dropped = [client.submit(sid, f"dropped fact {i}") for i in range(4)]
+    for t in dropped:
+        client.wait_turn(t)
+    assert _rollback(client, sid, kept[-1]).status_code == 200
+    nxt = client.submit(sid, "what do you know")
+    client.wait_turn(nxt)
+    seen = contents(nxt)
+    assert all(f"kept fact {i}" in seen for i in range(3)), seen
+    assert "dropped" not in seen
