@@ -22,7 +22,9 @@ def model_context(turn_id: str) -> tuple[Message, ...]:
             .first()
         )
         assert step is not None
-        claim = Claim(step.id, step.turn_id, step.step_no, step.kind, 1, None, step.call_index, None)
+        claim = Claim(
+            step.id, step.turn_id, step.step_no, step.kind, 1, None, step.call_index, None
+        )
         return load_model_context(rt, db, claim).messages
 
 
