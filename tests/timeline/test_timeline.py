@@ -3,6 +3,8 @@ the facts, and read with `GET /v1/turns/{tid}/timeline`."""
 
 from __future__ import annotations
 
+import uuid
+
 from support import Api
 from timeline_support import kinds, timeline
 
@@ -90,3 +92,18 @@ def test_another_tenants_turn_has_no_timeline(client: Api, other_client: Api) ->
     tid = client.submit(sid, "hi")
     client.wait_turn(tid)
     assert other_client.http.get(f"/v1/turns/{tid}/timeline").status_code == 404
+
+
+def test_a_turn_waiting_on_a_shared_rate_limit_says_so(client: Api) -> None:
+    # gpt-limited-test allows 2 requests per (test-sized) 2-second window across all workers:
+    # of four turns started together, at least two wait
+    sids = [
+        client.create_session(provider="openai", model="gpt-limited-test")["id"] for _ in range(4)
+    ]
+    tids = [client.submit(sid, f"limited {i} {uuid.uuid4()}") for i, sid in enumerate(sids)]
+    assert all(client.wait_turn(t, timeout=60)["status"] == "done" for t in tids)
+    waits = [e for t in tids for e in timeline(client, t) if e["kind"] == "rate_limited"]
+    assert len({w["data"]["scope"] for w in waits}) == 1 and len(waits) >= 2
+    wait = waits[0]
+    assert wait["step"] == 1 and wait["data"]["scope"] == "rpm"
+    assert wait["data"]["defer_s"] > 0 and wait["data"]["model"] == "gpt-limited-test"
