@@ -35,6 +35,7 @@ from .llm_settings import (
     ProviderSettings,
     RateLimitSettings,
 )
+from .recovery_settings import RecoverySettings
 from .settings_values import CommaList, Duration, OptionalSecret, OptionalText
 from .settings_values import parse_duration as parse_duration
 
@@ -99,6 +100,8 @@ class TomlSource(PydanticBaseSettingsSource):
         for key, field_name in (("days", "retention_days"), ("tenants", "retention_tenants")):
             if key in retention:
                 values.setdefault(field_name, retention[key])
+        if "recovery" in data:
+            values.setdefault("recovery", data["recovery"])
         # Empty strings from unset ${ENV} references mean "not configured".
         return {k: v for k, v in values.items() if v != ""}
 
@@ -186,6 +189,8 @@ class Settings(BaseSettings):
         default="normal", validation_alias=AliasChoices("LLM_MODE", "CORTEX_LLM_MODE")
     )
     llm_privacy: PrivacySettings = Field(default_factory=PrivacySettings)
+    recovery: RecoverySettings = Field(default_factory=RecoverySettings)
+    """`[recovery]` (env `CORTEX_RECOVERY`, JSON): loop guards, detectors, actions."""
 
     # Provider secrets and endpoints from the environment (they override the config file).
     openai_api_key: OptionalSecret = Field(default=None, validation_alias="OPENAI_API_KEY")

@@ -11,20 +11,24 @@ from enum import StrEnum
 
 
 class TurnStatus(StrEnum):
-    """A turn's lifecycle: `queued` → `running` → one of the three terminal states."""
+    """A turn's lifecycle: `queued` → `running` → one of the three terminal states; a rollback
+    later moves an ended turn to `rolled_back` (its messages leave the history)."""
 
     QUEUED = "queued"
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    ROLLED_BACK = "rolled_back"
 
     @property
     def is_terminal(self) -> bool:
         return self in TERMINAL_TURN_STATUSES
 
 
-TERMINAL_TURN_STATUSES = frozenset({TurnStatus.DONE, TurnStatus.FAILED, TurnStatus.CANCELLED})
+TERMINAL_TURN_STATUSES = frozenset(
+    {TurnStatus.DONE, TurnStatus.FAILED, TurnStatus.CANCELLED, TurnStatus.ROLLED_BACK}
+)
 ACTIVE_TURN_STATUSES = frozenset({TurnStatus.QUEUED, TurnStatus.RUNNING})
 
 
@@ -265,3 +269,42 @@ class WhiteboardEntryKind(StrEnum):
     BLOCKER = "blocker"
     DECISION = "decision"
     NOTE = "note"
+
+
+class TimelineKind(StrEnum):
+    """What an event of a turn's execution timeline records (`GET /v1/turns/{tid}/timeline`)."""
+
+    ROUTE = "route"
+    RETRY = "retry"
+    FALLBACK = "fallback"
+    RATE_LIMITED = "rate_limited"
+    BUDGET = "budget"
+    REDACTION = "redaction"
+    TOOL = "tool"
+    HANDOFF = "handoff"
+    ANOMALY = "anomaly"
+    RECOVERY = "recovery"
+    FAILURE = "failure"
+    COMPLETION = "completion"
+
+
+class AnomalyKind(StrEnum):
+    """What a detector of the turn loop saw (`[recovery]`, docs/checkpoints.md)."""
+
+    COST_OVERRUN = "cost_overrun"
+    LATENCY_SPIKE = "latency_spike"
+    SHORT_OUTPUT = "short_output"
+    CONTEXT_DEGRADATION = "context_degradation"
+    REPEATED_TOOL_CALL = "repeated_tool_call"
+    DEPTH_EXCEEDED = "depth_exceeded"
+
+
+class RecoveryAction(StrEnum):
+    """What follows an anomaly: record it only, retry the step, take the next route, restore
+    the last checkpoint, or end the turn `failed`."""
+
+    CONTINUE = "continue"
+    RETRY = "retry"
+    FALLBACK = "fallback"
+    ROLLBACK = "rollback"
+    ESCALATE = "escalate"

@@ -55,6 +55,20 @@ TEST_SETTINGS = {
     "CORTEX_LIVENESS_S": "2",
     "CORTEX_TAKEOVER_EVERY_S": "0.5",
     "CORTEX_DRAIN_S": "2",
+    # the loop guards and recovery policies exercised by tests/timeline: a short final answer
+    # is retried once, then the turn fails visibly; a call slower than 3 x its model's p95 (and
+    # than 1 s) goes to the next route; a call costing over 2 x its reservation rolls back
+    "CORTEX_RECOVERY": json.dumps(
+        {
+            "max_parallel_tools": 2,
+            "actions": {
+                "short_output": "retry",
+                "latency_spike": "fallback",
+                "cost_overrun": "rollback",
+            },
+            "thresholds": {"latency_min_ms": 1000},
+        }
+    ),
 }
 
 
@@ -127,6 +141,9 @@ FAKE_MODELS = {
     "gpt-fallback-test": {"provider": "openai", "backup": "claude-backup-test"},
     "claude-backup-test": {"provider": "anthropic"},
     "gpt-limited-test": {"provider": "openai"},
+    # a model whose slow calls fall back to a backup (tests/timeline)
+    "gpt-spike-test": {"provider": "openai", "backup": "claude-spike-test"},
+    "claude-spike-test": {"provider": "anthropic"},
     # a call's 4096 output tokens at most cost exactly $0.30 (73.2421875 * 4096 = 300000 µ$)
     "gpt-budget-test": {"provider": "openai", "input_per_mtok": 0, "output_per_mtok": 73.2421875},
 }

@@ -13,7 +13,7 @@ import sqlalchemy.exc
 from sqlalchemy import Engine, insert, text
 from support import Stack
 
-from cortex_workers.store import job_tables, models, webhook_tables
+from cortex_workers.store import job_tables, models, timeline, webhook_tables
 from cortex_workers.store import whiteboard as _whiteboard_tables  # noqa: F401 (its tables)
 from cortex_workers.store.db import make_engine
 from cortex_workers.vocabulary import (
@@ -28,6 +28,7 @@ from cortex_workers.vocabulary import (
     StepKind,
     StepStatus,
     TaskStatus,
+    TimelineKind,
     ToolCallStatus,
     ToolSeverity,
     TurnStatus,
@@ -35,7 +36,7 @@ from cortex_workers.vocabulary import (
     WhiteboardEntryKind,
 )
 
-assert job_tables and webhook_tables  # their tables join `models.Base.metadata`
+assert job_tables and webhook_tables and timeline  # their tables join `models.Base.metadata`
 
 CHECKED: dict[tuple[str, str], type[enum.Enum]] = {
     ("turns", "status"): TurnStatus,
@@ -55,6 +56,7 @@ CHECKED: dict[tuple[str, str], type[enum.Enum]] = {
     ("agent_tasks", "status"): TaskStatus,
     ("whiteboard_blockers", "status"): BlockerStatus,
     ("whiteboard_entries", "kind"): WhiteboardEntryKind,
+    ("timeline_events", "kind"): TimelineKind,
 }
 ARRAYS: dict[tuple[str, str], type[enum.Enum]] = {("webhooks", "events"): WebhookEventType}
 """Array columns whose every element is one of the enum's values."""
@@ -153,3 +155,13 @@ def test_the_task_statuses_are_a2as_spellings() -> None:
         "failed",
         "canceled",
     ]
+
+
+def test_the_recovery_settings_spell_the_anomaly_kinds_and_actions() -> None:
+    from typing import get_args
+
+    from cortex_workers.recovery_settings import ActionName, AnomalyName
+    from cortex_workers.vocabulary import AnomalyKind, RecoveryAction
+
+    assert set(get_args(AnomalyName)) == {k.value for k in AnomalyKind}
+    assert set(get_args(ActionName)) == {a.value for a in RecoveryAction}

@@ -21,6 +21,7 @@ from .redaction import install_log_redaction
 from .routes import (
     agents,
     budget,
+    checkpoints,
     compat,
     events,
     jobs,
@@ -29,6 +30,7 @@ from .routes import (
     proposals,
     schedules,
     sessions,
+    timeline,
     tokens,
     turns,
     ui,
@@ -111,6 +113,7 @@ def create_app() -> FastAPI:
         sessions,
         tokens,
         turns,
+        timeline,
         events,
         proposals,
         agents,
@@ -121,6 +124,7 @@ def create_app() -> FastAPI:
         meta,
         metrics,
         budget,
+        checkpoints,
     )
     for module in (*routers, compat):
         app.include_router(module.router)

@@ -6,14 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..providers.scripted import ScriptReply
 from ..routing import RouteSpec
@@ -28,6 +21,7 @@ from ..vocabulary import (
     ToolSeverity,
     TurnStatus,
 )
+from .checkpoint_schemas import ForkedFrom
 
 MAX_TEXT = 200_000
 MAX_DEPTH = 32
@@ -191,6 +185,7 @@ class SessionOut(BaseModel):
     usage: Usage
     cost_usd: float
     created_at: datetime
+    forked_from: ForkedFrom | None = None
 
 
 class TurnCreate(StorableBody):
@@ -308,6 +303,7 @@ class MessageOut(BaseModel):
     is_error: bool
     turn_id: uuid.UUID | None
     created_at: datetime
+    rolled_back: bool = False
 
 
 class MessagesPage(BaseModel):

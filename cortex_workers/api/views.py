@@ -13,6 +13,7 @@ from ..store import steps as step_store
 from ..store.models import Message, Proposal, Session, Step, Turn
 from ..store.whiteboard import has_board
 from ..vocabulary import TurnStatus
+from .checkpoint_schemas import ForkedFrom
 from .schemas import (
     ActiveTurn,
     MessageOut,
@@ -57,6 +58,15 @@ def session_out(rt: Runtime, db: Db, session: Session) -> SessionOut:
         usage=Usage(input_tokens=session.input_tokens, output_tokens=session.output_tokens),
         cost_usd=float(session.cost_usd),
         created_at=session.created_at,
+        forked_from=_forked_from(session),
+    )
+
+
+def _forked_from(session: Session) -> ForkedFrom | None:
+    if session.forked_from_session_id is None or session.forked_from_turn_id is None:
+        return None
+    return ForkedFrom(
+        session_id=session.forked_from_session_id, turn_id=session.forked_from_turn_id
     )
 
 
@@ -71,12 +81,18 @@ def message_out(m: Message) -> MessageOut:
         is_error=m.is_error,
         turn_id=m.turn_id,
         created_at=m.created_at,
+        rolled_back=m.rolled_back,
     )
 
 
-def messages_page(db: Db, session: Session, *, after: int, limit: int) -> MessagesPage:
-    """Up to `limit` of the session's messages after sequence number `after`, oldest first."""
-    rows = repo.list_messages(db, session.id, after=after, limit=limit + 1)
+def messages_page(
+    db: Db, session: Session, *, after: int, limit: int, include_rolled_back: bool = False
+) -> MessagesPage:
+    """Up to `limit` of the session's messages after sequence number `after`, oldest first
+    (rolled-back ones only when asked)."""
+    rows = repo.list_messages(
+        db, session.id, after=after, limit=limit + 1, include_rolled_back=include_rolled_back
+    )
     page = [message_out(m) for m in rows[:limit]]
     return MessagesPage(messages=page, next_after=page[-1].seq if len(rows) > limit else None)
 

@@ -45,8 +45,10 @@ class _Followed:
         return self.cursor.last_event_id
 
     def answer(self, turn: Turn) -> Answer:
-        """The answer of a turn that ended; raises if it failed or was cancelled."""
-        if turn.status is TurnStatus.FAILED:
+        """The answer of a turn that ended; raises if it failed or was cancelled (or a recovery
+        rolled it back with an error)."""
+        rolled_back = turn.status is TurnStatus.ROLLED_BACK and turn.error is not None
+        if turn.status is TurnStatus.FAILED or rolled_back:
             code = self.error.code if self.error else str((turn.error or {}).get("code", "failed"))
             message = self.error.message if self.error else str((turn.error or {}).get("message"))
             raise TurnFailed(self.turn_id, code, message)

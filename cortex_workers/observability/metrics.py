@@ -114,6 +114,14 @@ BUDGET_ALERTS = Counter(
     "Budget alerts fired (once per scope and window), by scope: global or tenant.",
     ["scope"],
 )
+ANOMALIES = Counter(
+    "cortex_anomalies",
+    "Anomalies detected in turns, by kind (docs/checkpoints.md).",
+    ["kind"],
+)
+RECOVERIES = Counter(
+    "cortex_recoveries", "Recovery actions taken after an anomaly, by action.", ["action"]
+)
 SSE_CONNECTIONS = Gauge(
     "cortex_sse_connections",
     "Open server-sent-event connections, by stream.",
@@ -196,6 +204,16 @@ def count_tool_call(tool: str, severity: str, seconds: float) -> None:
 def count_budget_alert(scope: str) -> None:
     """A budget scope's spend crossed `alert_at_pct` of its limit (once per window)."""
     BUDGET_ALERTS.labels(scope).inc()
+
+
+def count_anomaly(kind: str) -> None:
+    """A detector saw an anomaly of `kind`."""
+    ANOMALIES.labels(str(kind)).inc()
+
+
+def count_recovery(action: str) -> None:
+    """A recovery `action` followed an anomaly."""
+    RECOVERIES.labels(str(action)).inc()
 
 
 def count_reconciler_action(action: str, n: int = 1) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import redis
 
@@ -77,3 +78,9 @@ def measured(client: redis.Redis) -> dict[tuple[str, str], LatencyStats]:
         provider, _, model = text.partition("\t")
         pairs.append((provider, model))
     return latency_of(client, pairs)
+
+
+def before_last(client: redis.Redis, provider: str, model: str) -> LatencyStats | None:
+    """The measured latency without the most recent sample (the call being judged)."""
+    raw = cast(list[bytes], client.lrange(_key(provider, model), 1, -1))
+    return _stats(raw)

@@ -179,17 +179,25 @@ def _history(step: Any) -> Any:
         .correlate_except(messages_table)
         .scalar_subquery()
     )
+    # the window counts the messages that stand: a rollback leaves gaps in the seqs
+    standing = messages_table.alias("standing")
+    window_start = (
+        select(standing.c.seq)
+        .where(standing.c.session_id == ss.id, ~standing.c.rolled_back)
+        .order_by(standing.c.seq.desc())
+        .offset(bindparam("window", type_=Integer) - const(1))
+        .limit(1)
+        .correlate_except(standing)
+        .scalar_subquery()
+    )
     start = func.least(
         func.coalesce(user_seq, ss.last_message_seq),
-        func.greatest(
-            ss.summary_upto_seq + const(1),
-            ss.last_message_seq - bindparam("window", type_=Integer) + const(1),
-        ),
+        func.greatest(ss.summary_upto_seq + const(1), func.coalesce(window_start, const(0))),
     )
     row = func.json_build_object(*(x for k in _HISTORY_COLUMNS for x in (const(k), seen.c[k])))
     history = (
         select(func.json_agg(aggregate_order_by(row, seen.c.seq)))
-        .where(seen.c.session_id == ss.id, seen.c.seq >= start)
+        .where(seen.c.session_id == ss.id, seen.c.seq >= start, ~seen.c.rolled_back)
         .scalar_subquery()
     )
     return history, user_seq

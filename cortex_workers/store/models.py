@@ -148,6 +148,10 @@ class Session(Base):
     )
     """The session whose agent call this (child) session runs."""
     created_at: Mapped[datetime] = _now()
+    forked_from_session_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("sessions.id", ondelete="SET NULL")
+    )
+    forked_from_turn_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
 
 
 class Turn(Base):
@@ -287,6 +291,8 @@ class Message(Base):
     turn_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
     step_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("steps.id", ondelete="CASCADE"))
     created_at: Mapped[datetime] = _now()
+    rolled_back: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
+    """The message left the history with its rolled-back turn (it is kept, never deleted)."""
 
 
 class ToolCallRow(Base):
@@ -440,3 +446,4 @@ workers_table = cast(Table, Worker.__table__)
 
 # Budget tables are declared in their own module, on the same metadata.
 from . import budget_models as budget_models  # noqa: E402
+from . import checkpoint_models as checkpoint_models  # noqa: E402

@@ -186,24 +186,25 @@ def insert_message(
     return stored
 
 
-def list_messages(db: Db, session_id: uuid.UUID, *, after: int, limit: int) -> Sequence[Message]:
-    return (
-        db.execute(
-            select(Message)
-            .where(Message.session_id == session_id, Message.seq > after)
-            .order_by(Message.seq)
-            .limit(limit)
-        )
-        .scalars()
-        .all()
-    )
+def list_messages(
+    db: Db, session_id: uuid.UUID, *, after: int, limit: int, include_rolled_back: bool = False
+) -> Sequence[Message]:
+    query = select(Message).where(Message.session_id == session_id, Message.seq > after)
+    if not include_rolled_back:
+        query = query.where(~Message.rolled_back)
+    return db.execute(query.order_by(Message.seq).limit(limit)).scalars().all()
 
 
 def messages_between(db: Db, session_id: uuid.UUID, *, after: int, upto: int) -> Sequence[Message]:
     return (
         db.execute(
             select(Message)
-            .where(Message.session_id == session_id, Message.seq > after, Message.seq <= upto)
+            .where(
+                Message.session_id == session_id,
+                Message.seq > after,
+                Message.seq <= upto,
+                ~Message.rolled_back,
+            )
             .order_by(Message.seq)
         )
         .scalars()
@@ -235,11 +236,24 @@ def next_model_call_index(db: Db, session_id: uuid.UUID) -> int:
 def fold_summary(
     db: Db, session_id: uuid.UUID, *, expected_upto: int, upto: int, summary: str
 ) -> bool:
-    """Replace the rolling summary if nobody folded it meanwhile."""
+    """Replace the rolling summary if nobody folded it meanwhile, and no message it folded was
+    rolled back meanwhile."""
+    rolled_back = (
+        select(Message.id)
+        .where(
+            Message.session_id == session_id,
+            Message.seq > expected_upto,
+            Message.seq <= upto,
+            Message.rolled_back,
+        )
+        .exists()
+    )
     return (
         db.execute(
             update(Session)
-            .where(Session.id == session_id, Session.summary_upto_seq == expected_upto)
+            .where(
+                Session.id == session_id, Session.summary_upto_seq == expected_upto, ~rolled_back
+            )
             .values(summary=summary, summary_upto_seq=upto)
             .returning(Session.id)
         ).first()

@@ -15,11 +15,12 @@ from ..store import replies, repo, tool_calls
 from ..store import steps as step_store
 from ..store.db import autocommit_connection, transaction
 from ..store.steps import Claim
-from ..vocabulary import DecisionKind, StepKind, TurnStatus
+from ..vocabulary import DecisionKind, StepKind, TimelineKind, TurnStatus
 from .agent_results import child_turn_ended
 from .context import ModelContext
 from .lifecycle import Ended, announce, promote_next
 from .steps import NextStep, step_ref
+from .timeline import note
 
 
 class ModelCallInput(TypedDict):
@@ -102,7 +103,7 @@ def commit_completion(
         if not stored.owned:
             return []
         if stored.turn is not None:
-            announce(rt, _ended(stored, claim))
+            _announce(rt, stored, claim, reply)
             return step_ref(
                 stored.summarize_step_id,
                 StepKind.SUMMARIZE,
@@ -135,9 +136,33 @@ def commit_completion(
                 session_id=ctx.session_id,
             )
     if reply.end is not None:
-        announce(rt, _ended(stored, claim))
+        _announce(rt, stored, claim, reply)
         publish += child_turn_ended(rt, claim.turn_id)
     return publish
+
+
+def _announce(rt: Runtime, stored: replies.Stored, claim: Claim, reply: replies.Reply) -> None:
+    announce(rt, _ended(stored, claim))
+    _note_end(rt, claim, reply)
+
+
+def _note_end(rt: Runtime, claim: Claim, reply: replies.Reply) -> None:
+    """The timeline's `completion` of a turn its answer ended (`failure` past the depth cap)."""
+    if reply.error is not None:
+        failure = {"code": reply.error["code"], "message": reply.error["message"]}
+        note(rt, claim.turn_id, TimelineKind.FAILURE, failure, step=claim.step_no)
+        return
+    usage = reply.usage
+    done = {
+        "provider": usage.provider,
+        "model": usage.model,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cost_usd": usage.cost_usd,
+        "latency_ms": usage.latency_ms,
+        "chars": len(reply.answer or ""),
+    }
+    note(rt, claim.turn_id, TimelineKind.COMPLETION, done, step=claim.step_no)
 
 
 def _reply(

@@ -15,12 +15,13 @@ from ..runtime import Runtime
 from ..store import step_route
 from ..store.db import transaction
 from ..store.steps import Claim
-from ..vocabulary import LlmMode, ModelTier
+from ..vocabulary import LlmMode, ModelTier, TimelineKind
 from .context import ModelContext
 from .frugal import fast_route, with_note
 from .modes import LOCAL_ONLY_CODE, local_providers, provider_is_local
 from .route_choice import decide_route, routes_of
 from .routing import pick_route
+from .timeline import notes
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +134,24 @@ def plan_call(rt: Runtime, claim: Claim, ctx: ModelContext, request: ModelReques
     `local_only`, `redaction_failed`."""
     plan = preview_call(rt, ctx, request, attempt=claim.attempt)
     record(rt, claim, plan)
+    note_plan(rt, claim, plan)
     return plan
+
+
+def note_plan(rt: Runtime, claim: Claim, plan: CallPlan) -> None:
+    """The timeline's `route` event (and `fallback` when the route is not the first choice,
+    `redaction` when something was replaced)."""
+    route = plan.route
+    chosen = {"provider": route.provider, "model": route.model, "attempt": claim.attempt}
+    why = route_record(plan) or {"reason": "the session's provider and model"}
+    events: list[tuple[TimelineKind, dict[str, object]]] = [
+        (TimelineKind.ROUTE, {**why, **chosen, "fallback_from": route.fallback_from})
+    ]
+    if route.fallback_from is not None:
+        events.append((TimelineKind.FALLBACK, {**chosen, "from": route.fallback_from}))
+    if plan.redactions:
+        events.append((TimelineKind.REDACTION, {"counts": plan.redactions, **chosen}))
+    notes(rt, claim.turn_id, events, step=claim.step_no)
 
 
 def route_record(plan: CallPlan) -> dict[str, object] | None:

@@ -14,12 +14,12 @@ from sqlalchemy.orm import Session as Db
 from ..messages import StepRestart, TurnDone, TurnError, Usage
 from ..observability.metrics import observe_turn_finished
 from ..runtime import Runtime
-from ..store import repo
+from ..store import repo, timeline
 from ..store import steps as step_store
 from ..store.db import transaction
 from ..store.models import Turn
 from ..streaming import cancel_key, emit_terminal
-from ..vocabulary import StepKind, TurnStatus
+from ..vocabulary import ACTIVE_TURN_STATUSES, StepKind, TimelineKind, TurnStatus
 from .steps import NextStep, step_ref
 
 
@@ -172,6 +172,9 @@ def fail_turn(
         repo.get_session(db, turn.session_id, lock=True)
         if failed_step_id is not None and turn.status == TurnStatus.RUNNING:
             step_store.fail_step(db, failed_step_id, error={"code": code, "message": message})
+        if turn.status in ACTIVE_TURN_STATUSES:
+            failure = {"code": code, "message": message}
+            timeline.record(db, turn_id, TimelineKind.FAILURE, failure, step=None)
         return end_turn(
             rt,
             db,

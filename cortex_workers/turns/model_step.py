@@ -27,8 +27,8 @@ from ..store import tool_calls
 from ..store.db import autocommit, autocommit_connection, transaction
 from ..store.steps import Claim
 from ..streaming import StepStream, emit_batch_event, tool_results_emitted
-from ..vocabulary import StepKind, ToolCallStatus
-from . import spend
+from ..vocabulary import StepKind, TimelineKind, ToolCallStatus
+from . import recovery, spend
 from .context import ModelContext, load_model_context
 from .events import tool_result_of
 from .finish import commit_completion, record_model_call
@@ -37,9 +37,11 @@ from .guarded_stream import Answered, Sink, stream_answer
 from .leases import Lease, keeper
 from .lifecycle import announce, fail_turn
 from .liveness import holder
+from .loop_guard import offered
 from .observe import StepOutcome, count_step, step_scope
 from .routing import record_output_tokens, take_rate_limit
 from .steps import NextStep
+from .timeline import note
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +76,7 @@ def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
             return []  # a duplicate delivery, or the turn has ended
         claim, view = claimed
         ctx = load_model_context(rt, db, claim, view)
+    ctx = offered(rt, ctx)  # without the tools past their limit in this turn
     with (
         step_scope(claim, session_id=view.session_id),
         keeper(rt).hold(claim.step_id, claim.attempt, watch_turn=claim.turn_id) as lease,
@@ -131,12 +134,37 @@ def _run_claimed(rt: Runtime, claim: Claim, ctx: ModelContext, lease: Lease) -> 
         rt.health.record_success(route.provider)
         record_output_tokens(rt, route, completion.output_tokens)
     latency_ms = int((time.monotonic() - started) * 1000)
+    answer = _answer(rt, route, completion, latency_ms, admitted)
+    if (recovered := _review(rt, claim, ctx, answer, depth_exceeded)) is not None:
+        return recovered  # retried, fell back, rolled back or failed: this answer is void
     if not _emit_answer(stream, claim, completion):
         return []
     count_step(StepKind.MODEL, StepOutcome.DONE)
     return commit_completion(
         rt, claim, ctx, route, completion, latency_ms=latency_ms, depth_exceeded=depth_exceeded
     )
+
+
+def _answer(
+    rt: Runtime,
+    route: Route,
+    completion: Completion,
+    latency_ms: int,
+    admitted: spend.Admitted | None,
+) -> recovery.Answer:
+    """The answer as the anomaly detectors see it: its cost against the reserved estimate."""
+    price = rt.providers.price(route.provider, route.model)
+    cost = round(price.cost(completion.input_tokens, completion.output_tokens) * 1e6)
+    reserved = admitted.held.amount_micros if admitted is not None else None
+    return recovery.Answer(route, completion, latency_ms, reserved, cost)
+
+
+def _review(
+    rt: Runtime, claim: Claim, ctx: ModelContext, answer: recovery.Answer, depth_exceeded: bool
+) -> list[NextStep] | None:
+    """The anomaly detectors on the answer, and the recovery they call for (None: go on)."""
+    found = recovery.findings(rt, answer, depth_exceeded=depth_exceeded)
+    return recovery.respond(rt, claim, ctx, found)
 
 
 def _defer_if_rate_limited(
@@ -149,6 +177,9 @@ def _defer_if_rate_limited(
         return None
     count_rate_limit_deferral(decision.scope)
     count_step(StepKind.MODEL, StepOutcome.DEFERRED)
+    waited = {"scope": str(decision.scope), "defer_s": round(decision.defer_s, 3)}
+    where = {"provider": route.provider, "model": route.model}
+    note(rt, claim.turn_id, TimelineKind.RATE_LIMITED, {**waited, **where}, step=claim.step_no)
     with transaction(rt.db) as db:
         deferred = step_store.defer_step(db, claim.step_id, claim.attempt, delay_s=decision.defer_s)
     if not deferred:
@@ -283,6 +314,13 @@ def _retry_or_fail(
     )
     count_step(StepKind.MODEL, StepOutcome.RETRIED)
     count_llm_retry(route.provider)
+    note(
+        rt,
+        claim.turn_id,
+        TimelineKind.RETRY,
+        {**error, "delay_s": round(delay, 3)},
+        step=claim.step_no,
+    )
     with transaction(rt.db) as db:
         released = step_store.release_for_retry(
             db, claim.step_id, claim.attempt, delay_s=delay, error=error

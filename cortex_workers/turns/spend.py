@@ -39,11 +39,12 @@ from ..store import repo, tenant_admin
 from ..store.budget import Alert, CallToReserve, Refusal, Reservation, ScopeLimit, Settlement
 from ..store.db import autocommit, transaction
 from ..store.steps import Claim
-from ..vocabulary import BudgetScope, StepKind
+from ..vocabulary import BudgetScope, StepKind, TimelineKind
 from .context import ModelContext
 from .lifecycle import announce, fail_turn
 from .observe import StepOutcome, count_step
 from .steps import NextStep
+from .timeline import note
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,8 @@ class Admitted:
     route: Route
     request: ModelRequest
     held: Reservation
+    step: tuple[uuid.UUID, int] | None = None
+    """The turn and step number whose timeline records the settlement (None: not recorded)."""
 
 
 _limits_cache: dict[uuid.UUID, tuple[Limits, float]] = {}
@@ -133,7 +136,29 @@ def _reserve(
         money=money,
         session=session,
     )
-    return budget_store.reserve(rt.engine, call)
+    held = budget_store.reserve(rt.engine, call)
+    _note_reserve(rt, claim, route, held)
+    return held
+
+
+def _note_reserve(rt: Runtime, claim: Claim, route: Route, held: Reservation | Refusal) -> None:
+    """The timeline's `budget` event of a reservation: reserved, or refused."""
+    where = {"provider": route.provider, "model": route.model, "attempt": claim.attempt}
+    if isinstance(held, Reservation):
+        data: dict[str, object] = {
+            "action": "reserved",
+            "amount_usd": held.amount_micros / 1e6,
+            "tokens": held.tokens,
+        }
+    else:
+        data = {
+            "action": "refused",
+            "scope": str(held.scope),
+            "limit": held.limit,
+            "spent": held.spent,
+            "asked": held.asked,
+        }
+    note(rt, claim.turn_id, TimelineKind.BUDGET, {**data, **where}, step=claim.step_no)
 
 
 def admit(
@@ -142,7 +167,7 @@ def admit(
     """Reserve the call, or what to publish after the turn ended for want of budget."""
     held = _reserve(rt, claim, (ctx.tenant_id, ctx.session_id), route, request)
     if isinstance(held, Reservation):
-        return Admitted(route, request, held)
+        return Admitted(route, request, held, (claim.turn_id, claim.step_no))
     budget = rt.settings.llm_budget
     local = budget.local_provider
     if (
@@ -163,7 +188,9 @@ def reserve_more(
     """Reserve a second call of the same attempt (frugal's escalation); None when the budget
     cannot take it (no waiting, no local provider: the first answer stands)."""
     held = _reserve(rt, claim, (ctx.tenant_id, ctx.session_id), route, request, call_no=1)
-    return Admitted(route, request, held) if isinstance(held, Reservation) else None
+    if not isinstance(held, Reservation):
+        return None
+    return Admitted(route, request, held, (claim.turn_id, claim.step_no))
 
 
 def reserve_summary(
@@ -239,10 +266,20 @@ def settling(rt: Runtime, admitted: Admitted) -> Iterator[Bill]:
     try:
         yield bill
     finally:
-        settle(rt, admitted.held, bill)
+        settled = settle(rt, admitted.held, bill)
+        if admitted.step is not None:
+            _note_settled(rt, admitted, settled)
 
 
-def settle(rt: Runtime, held: Reservation, bill: Bill) -> None:
+def _note_settled(rt: Runtime, admitted: Admitted, settled: Settlement) -> None:
+    assert admitted.step is not None
+    turn_id, step_no = admitted.step
+    cost = settled.cost_micros if settled.cost_micros is not None else admitted.held.amount_micros
+    data = {"action": "settled", "by": settled.by, "cost_usd": cost / 1e6}
+    note(rt, turn_id, TimelineKind.BUDGET, data, step=step_no)
+
+
+def settle(rt: Runtime, held: Reservation, bill: Bill) -> Settlement:
     outcome = Settlement(None, by="failure")
     if bill.completion is not None:
         price = rt.providers.price(bill.route.provider, bill.route.model)
@@ -265,6 +302,7 @@ def settle(rt: Runtime, held: Reservation, bill: Bill) -> None:
         rt.engine, held.id, outcome, alert_at_pct=rt.settings.llm_budget.alert_at_pct
     )
     report_alerts(alerts, rt.settings.llm_budget.alert_at_pct)
+    return outcome
 
 
 def report_alerts(alerts: list[Alert], pct: float) -> None:

@@ -21,6 +21,7 @@ from ..store.steps import Claim
 from ..vocabulary import LlmMode, StepKind
 from . import spend
 from .context import to_message
+from .degradation import kept_previous
 from .guarded_call import summary_call
 from .leases import keeper
 from .liveness import holder
@@ -128,6 +129,8 @@ def _summarize(rt: Runtime, claim: Claim, fold: Fold) -> None:
         bill.paid(completion)
         price = rt.providers.price(route.provider, route.model)
         call.answered(completion, price.cost(completion.input_tokens, completion.output_tokens))
+    if kept_previous(rt, claim, previous, completion.text):
+        return  # context_degradation: the previous summary stands
     with transaction(rt.db) as db:
         if step_store.finish_step(
             db,

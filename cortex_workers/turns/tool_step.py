@@ -17,18 +17,20 @@ from sqlalchemy.orm import Session as Db
 
 from ..messages import BatchEvent, ProposalChanged, ToolProgress, ToolResultReady
 from ..runtime import Runtime, get_runtime
-from ..store import proposals, repo, tool_results
+from ..store import proposals, repo, timeline, tool_results
 from ..store import steps as step_store
 from ..store.db import autocommit_connection, transaction
 from ..store.steps import Claim
 from ..streaming import emit_batch_event
 from ..tools import Limits, ToolContext, ToolOutcome, run_call
-from ..vocabulary import StepKind, TurnStatus
+from ..vocabulary import StepKind, TimelineKind, TurnStatus
 from .agent_calls import AgentCall, start_call
+from .anomalies import detected
 from .events import proposal_changed
 from .leases import keeper
 from .lifecycle import create_model_step
 from .liveness import holder
+from .loop_guard import WAIT_S, judge
 from .observe import StepOutcome, count_step, step_scope, tool_ran, tool_run
 from .steps import NextStep, Publish
 
@@ -93,7 +95,15 @@ def _agent_call(call: _Call) -> AgentCall:
 
 
 def _run_claimed(rt: Runtime, call: _Call) -> list[NextStep]:
-    """Run the call under the step's lease, store its result and announce it."""
+    """Run the call under the step's lease (unless the loop's guards refuse it or make it
+    wait), store its result and announce it."""
+    verdict = judge(
+        rt, call.claim, session_id=call.session_id, name=call.name, arguments=call.arguments
+    )
+    if verdict.wait:
+        return _wait(rt, call)
+    if verdict.anomaly is not None and verdict.data is not None:
+        detected(rt, call.claim.turn_id, verdict.anomaly, verdict.data, step=call.claim.step_no)
 
     def progress(elapsed: float) -> None:
         call.emit(
@@ -110,7 +120,7 @@ def _run_claimed(rt: Runtime, call: _Call) -> list[NextStep]:
         keeper(rt).hold(call.claim.step_id, call.claim.attempt),
         tool_run(call.name, call.call_id, lambda: json.dumps(call.arguments)) as span,
     ):
-        outcome = _run(rt, call, progress)
+        outcome = verdict.refused or _run(rt, call, progress)
         tool_ran(span, call.name if call.name in rt.tools else "unknown", outcome)
     done = _commit(rt, call, outcome)
     if done is None:
@@ -133,6 +143,26 @@ def _run_claimed(rt: Runtime, call: _Call) -> list[NextStep]:
         ),
     )
     return publish
+
+
+def _wait(rt: Runtime, call: _Call) -> list[NextStep]:
+    """Past `max_parallel_tools`: give the step back (this attempt does not count) and look
+    again shortly."""
+    claim = call.claim
+    with transaction(rt.db) as db:
+        deferred = step_store.defer_step(db, claim.step_id, claim.attempt, delay_s=WAIT_S)
+    if not deferred:
+        return []
+    count_step(StepKind.TOOL, StepOutcome.DEFERRED)
+    return [
+        NextStep(
+            claim.step_id,
+            StepKind.TOOL,
+            countdown=WAIT_S,
+            turn_id=claim.turn_id,
+            session_id=call.session_id,
+        )
+    ]
 
 
 def _run(rt: Runtime, call: _Call, progress: Callable[[float], None]) -> ToolOutcome:
@@ -194,6 +224,9 @@ def _commit(
                 proposal, outcome = _propose(rt, db, call, outcome)
             if not tool_results.store_result(db, _result(call, outcome, proposal)):
                 raise _Refused
+            timeline.record(
+                db, claim.turn_id, TimelineKind.TOOL, _event(call, outcome), step=claim.step_no
+            )
             parent = claim.parent_step_id or claim.step_id
             batch = tool_results.batch_after(db, parent_step_id=parent, turn_id=claim.turn_id)
             if batch.open == 0 and batch.turn_status == TurnStatus.RUNNING:
@@ -233,6 +266,21 @@ def _propose(
     assert row is not None
     content = {"proposal_id": str(pid), "posted_to_chat": True, "awaits_confirmation": True}
     return proposal_changed(row), replace(outcome, content=json.dumps(content))
+
+
+def _event(call: _Call, outcome: ToolOutcome) -> dict[str, object]:
+    """The timeline's `tool` event: the call and its result."""
+    return {
+        "call_id": call.call_id,
+        "name": call.name,
+        "arguments": call.arguments,
+        "is_error": outcome.is_error,
+        "severity": outcome.severity,
+        "error": outcome.error,
+        "chars": len(outcome.content),
+        "truncated": outcome.truncated,
+        "latency_ms": outcome.latency_ms,
+    }
 
 
 def _result(

@@ -46,6 +46,8 @@ TABLES = {
     "whiteboard_blockers",
     "whiteboard_entries",
     "schedules",
+    "checkpoints",
+    "timeline_events",
 }
 
 

@@ -79,12 +79,16 @@ def list_messages(
         int, Query(ge=0, le=MAX_SEQ, description="Return messages after this seq.")
     ] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    include_rolled_back: Annotated[
+        bool, Query(description="Also the messages of rolled-back turns.")
+    ] = False,
 ) -> MessagesPage:
     """The stored history, oldest first, paged by sequence number."""
     caller.require_read(session_id, f"session {session_id}")
     with transaction(rt.db) as db:
+        session = require_session(db, session_id, caller.tenant_id)
         return messages_page(
-            db, require_session(db, session_id, caller.tenant_id), after=after, limit=limit
+            db, session, after=after, limit=limit, include_rolled_back=include_rolled_back
         )
 
 

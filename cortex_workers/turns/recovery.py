@@ -1,0 +1,213 @@
+"""Anomaly detection on a model step's answer, and the recovery policy that follows.
+
+Detectors (thresholds in `[recovery.thresholds]`): `short_output`, `cost_overrun`,
+`latency_spike`, `depth_exceeded`. The strongest configured action wins: `escalate` (end the
+turn `failed` with the anomaly as its error), `rollback` (restore the last checkpoint and end
+the turn `rolled_back`), `fallback` (the step again on the next route of its chain), `retry`
+(the step again on the same route: at most once per step and three times per turn, else
+`escalate`), `continue` (record only). See docs/checkpoints.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..messages import Completion
+from ..providers.latency import before_last
+from ..providers.registry import Route
+from ..runtime import Runtime
+from ..store import repo, timeline
+from ..store.db import autocommit, transaction
+from ..store.recovery_steps import release_at
+from ..store.steps import Claim
+from ..vocabulary import AnomalyKind, RecoveryAction
+from .anomalies import detected, recovered
+from .context import ModelContext
+from .lifecycle import Ended, announce, fail_turn
+from .rollback import rollback_to_last_checkpoint
+from .steps import NextStep
+
+log = logging.getLogger(__name__)
+
+RETRIES_PER_STEP = 1
+RETRIES_PER_TURN = 3
+LATENCY_MIN_SAMPLES = 5
+"""A model's p95 is trusted from this many earlier calls."""
+
+_STRENGTH = list(RecoveryAction)  # continue < retry < fallback < rollback < escalate
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    kind: AnomalyKind
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the step got back, as the detectors see it."""
+
+    route: Route
+    completion: Completion
+    latency_ms: int
+    reserved_micros: int | None
+    cost_micros: int | None
+
+
+def findings(rt: Runtime, answer: Answer, *, depth_exceeded: bool) -> list[Finding]:
+    """What the detectors see in one answer."""
+    t = rt.settings.recovery.thresholds
+    out: list[Finding] = []
+    done = answer.completion
+    if depth_exceeded:
+        return [Finding(AnomalyKind.DEPTH_EXCEEDED, {"max_depth": rt.settings.max_depth})]
+    if not done.tool_calls and len(done.text.strip()) < t.short_output:
+        out.append(Finding(AnomalyKind.SHORT_OUTPUT, {"chars": len(done.text.strip())}))
+    cost, reserved = answer.cost_micros, answer.reserved_micros
+    if reserved and cost is not None and cost > t.cost_overrun * reserved:
+        data = {"cost_usd": cost / 1e6, "estimate_usd": reserved / 1e6}
+        out.append(Finding(AnomalyKind.COST_OVERRUN, data))
+    spike = _latency_spike(rt, answer)
+    if spike is not None:
+        out.append(spike)
+    return out
+
+
+def _latency_spike(rt: Runtime, answer: Answer) -> Finding | None:
+    t = rt.settings.recovery.thresholds
+    if answer.latency_ms < t.latency_min_ms:
+        return None
+    stats = before_last(rt.redis, answer.route.provider, answer.route.model)
+    if stats is None or stats.samples < LATENCY_MIN_SAMPLES:
+        return None
+    if answer.latency_ms <= t.latency_spike * stats.p95_ms:
+        return None
+    data = {
+        "latency_ms": answer.latency_ms,
+        "p95_ms": stats.p95_ms,
+        "provider": answer.route.provider,
+        "model": answer.route.model,
+    }
+    return Finding(AnomalyKind.LATENCY_SPIKE, data)
+
+
+def respond(
+    rt: Runtime, claim: Claim, ctx: ModelContext, found: Sequence[Finding]
+) -> list[NextStep] | None:
+    """Record each finding and take the strongest configured action; None: go on (store the
+    answer), else the step ends here and this is what to publish."""
+    if not found:
+        return None
+    actions = [(detected(rt, claim.turn_id, f.kind, f.data, step=claim.step_no), f) for f in found]
+    action, finding = max(actions, key=lambda a: _STRENGTH.index(a[0]))
+    if action == RecoveryAction.RETRY:
+        return _retry(rt, claim, finding)
+    if action == RecoveryAction.FALLBACK:
+        return _fallback(rt, claim, ctx, finding)
+    if action == RecoveryAction.ROLLBACK:
+        return _rollback(rt, claim, ctx, finding)
+    if action == RecoveryAction.ESCALATE:
+        return escalate(rt, claim, finding)
+    return None
+
+
+def _error(finding: Finding, what: str) -> dict[str, Any]:
+    return {"code": str(finding.kind), "message": f"anomaly {finding.kind}: {what}"}
+
+
+def _retry(rt: Runtime, claim: Claim, finding: Finding) -> list[NextStep]:
+    """The step again on the same route, within the allowance; past it, `escalate`."""
+    with autocommit(rt.db) as db:
+        done = timeline.recoveries(db, claim.turn_id, RecoveryAction.RETRY)
+    if (
+        done.count(claim.step_no) >= RETRIES_PER_STEP
+        or len(done) >= RETRIES_PER_TURN
+        or claim.attempt >= rt.settings.max_attempts
+    ):
+        return escalate(rt, claim, finding, after="the retry allowance is used up")
+    return _release(rt, claim, finding, RecoveryAction.RETRY, next_attempt=claim.attempt + 1)
+
+
+def _fallback(
+    rt: Runtime, claim: Claim, ctx: ModelContext, finding: Finding
+) -> list[NextStep] | None:
+    """The step again on the next route of its chain; none left: go on with the answer."""
+    routes = rt.providers.routes(ctx.provider, ctx.model)
+    per = rt.settings.llm_attempts_per_provider
+    index = (claim.attempt - 1) // per
+    next_attempt = (index + 1) * per + 1
+    if index + 1 >= len(routes) or next_attempt > rt.settings.max_attempts:
+        log.warning(
+            "turn %s: no further route to fall back to after %s", claim.turn_id, finding.kind
+        )
+        return None
+    nxt = routes[index + 1]
+    to = {"to": f"{nxt.provider}:{nxt.model}"}
+    return _release(rt, claim, finding, RecoveryAction.FALLBACK, next_attempt=next_attempt, **to)
+
+
+def _release(
+    rt: Runtime,
+    claim: Claim,
+    finding: Finding,
+    action: RecoveryAction,
+    *,
+    next_attempt: int,
+    **extra: str,
+) -> list[NextStep]:
+    recovered(rt, claim.turn_id, action, {"anomaly": finding.kind, **extra}, step=claim.step_no)
+    with transaction(rt.db) as db:
+        ok = release_at(
+            db,
+            claim.step_id,
+            claim.attempt,
+            next_attempt=next_attempt,
+            error=_error(finding, f"the step runs again ({action})"),
+        )
+    if not ok:
+        return []
+    return [NextStep(claim.step_id, claim.kind, turn_id=claim.turn_id)]
+
+
+def escalate(rt: Runtime, claim: Claim, finding: Finding, *, after: str = "") -> list[NextStep]:
+    """End the turn `failed` with the anomaly as its error, and alert (an ERROR log line and
+    `cortex_recoveries_total{action="escalate"}`)."""
+    why = after or "escalated"
+    data = {"anomaly": finding.kind, **({"reason": after} if after else {})}
+    recovered(rt, claim.turn_id, RecoveryAction.ESCALATE, data, step=claim.step_no)
+    log.error(
+        "turn %s failed on anomaly %s (%s): %s", claim.turn_id, finding.kind, why, finding.data
+    )
+    error = _error(finding, f"{_describe(finding)}; {why}")
+    ended, publish = fail_turn(
+        rt,
+        turn_id=claim.turn_id,
+        code=error["code"],
+        message=error["message"],
+        failed_step_id=claim.step_id,
+    )
+    announce(rt, ended)
+    return publish
+
+
+def _describe(finding: Finding) -> str:
+    return ", ".join(f"{k}={v}" for k, v in finding.data.items()) or str(finding.kind)
+
+
+def _rollback(rt: Runtime, claim: Claim, ctx: ModelContext, finding: Finding) -> list[NextStep]:
+    """Restore the last checkpoint and end the turn visibly (`rolled_back`)."""
+    recovered(
+        rt, claim.turn_id, RecoveryAction.ROLLBACK, {"anomaly": finding.kind}, step=claim.step_no
+    )
+    error = _error(finding, f"{_describe(finding)}; the session is back at its last checkpoint")
+    ended: Ended | None
+    with transaction(rt.db) as db:
+        repo.get_session(db, ctx.session_id, lock=True)
+        ended, publish = rollback_to_last_checkpoint(
+            rt, db, session_id=ctx.session_id, turn_id=claim.turn_id, error=error
+        )
+    announce(rt, ended)
+    return publish
