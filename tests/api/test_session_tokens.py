@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from api.test_tenancy import _bodies, _call, _fill, _routes_with_ids
+from api.test_tenancy import PATH_PARAM, _bodies, _call, _fill, _routes_with_ids
 from support import Api, parse_sse
 
 from cortex_workers.api.session_tokens import SessionGrant, sign
@@ -24,7 +24,24 @@ PROPOSE = {
     "arguments": {"action": "restart", "product": "x", "rationale": "y"},
 }
 SECRET = b"test-session-token-secret"  # CORTEX_TOKEN_SECRET of the test stack
-KEY_ONLY = {("POST", "/v1/sessions/{session_id}/tokens")}
+TOKEN_ROUTES = {
+    ("GET", "/v1/sessions/{session_id}"),
+    ("GET", "/v1/sessions/{session_id}/messages"),
+    ("GET", "/v1/sessions/{session_id}/events"),
+    ("POST", "/v1/sessions/{session_id}/turns"),
+    ("GET", "/v1/sessions/{session_id}/proposals"),
+    ("GET", "/v1/sessions/{session_id}/checkpoints"),
+    ("POST", "/v1/sessions/{session_id}/rollback"),
+    ("GET", "/v1/turns/{turn_id}"),
+    ("GET", "/v1/turns/{turn_id}/events"),
+    ("GET", "/v1/turns/{turn_id}/timeline"),
+    ("POST", "/v1/turns/{turn_id}/cancel"),
+    ("POST", "/v1/turns/{turn_id}/regenerate"),
+    ("GET", "/v1/proposals/{proposal_id}"),
+    ("POST", "/v1/proposals/{proposal_id}/confirm"),
+    ("POST", "/v1/proposals/{proposal_id}/reject"),
+}
+"""The routes a session token may use (in its own session); every other one needs the key."""
 
 
 def _token(client: Api, sid: str, scope: str = "chat", ttl_s: int = 600) -> str:
@@ -64,10 +81,12 @@ def test_a_token_of_another_session_gets_404_on_every_route(client: Api) -> None
         routes = _routes_with_ids(stranger)
         bodies = _bodies(stranger)
         for method, template in routes:
-            r = _call(stranger, method, _fill(template, theirs), bodies.get((method, template)))
-            status = 401 if (method, template) in KEY_ONLY else 404
+            ids = {name: str(uuid.uuid4()) for name in PATH_PARAM.findall(template)} | theirs
+            r = _call(stranger, method, _fill(template, ids), bodies.get((method, template)))
+            # another session's ids: as if they did not exist; a route tokens may not use: 401
+            status = 404 if (method, template) in TOKEN_ROUTES else 401
             _error(r, status)
-    assert len(routes) >= 12
+    assert set(routes) >= TOKEN_ROUTES
     assert client.turn(tid)["status"] == "done"
     assert client.http.get(f"/v1/proposals/{pid}").json()["status"] == "pending"
 

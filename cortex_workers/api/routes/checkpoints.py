@@ -20,7 +20,7 @@ from ..checkpoint_schemas import (
     RollbackIn,
     RollbackOut,
 )
-from ..deps import CallerDep, RuntimeDep
+from ..deps import CallerDep, RuntimeDep, TenantDep
 from ..schemas import SessionOut, TurnAccepted
 from ..views import events_url, require_session, require_turn, session_out
 
@@ -80,13 +80,11 @@ def rollback(
     response_model=SessionOut,
     responses={409: {"description": "not_a_checkpoint: the turn did not end done"}},
 )
-def fork(session_id: uuid.UUID, body: ForkIn, rt: RuntimeDep, caller: CallerDep) -> SessionOut:
+def fork(session_id: uuid.UUID, body: ForkIn, rt: RuntimeDep, tenant_id: TenantDep) -> SessionOut:
     """A new session with the same configuration, and the history and summary up to the
-    checkpoint of turn `at`; it names its origin in `forked_from`."""
-    caller.require_chat(session_id, f"session {session_id}")
-    new = fork_session(
-        rt, tenant_id=caller.tenant_id, session_id=session_id, at=body.at, name=body.name
-    )
+    checkpoint of turn `at`; it names its origin in `forked_from`. It needs the tenant's API
+    key: a session token grants its own session only, and a fork is a new one."""
+    new = fork_session(rt, tenant_id=tenant_id, session_id=session_id, at=body.at, name=body.name)
     with transaction(rt.db) as db:
         return session_out(rt, db, new)
 
