@@ -24,9 +24,10 @@ from ..store import agent_tasks, new_turns, repo
 from ..store.db import transaction
 from ..store.models import AgentTask
 from ..streaming import emit_batch_event
-from ..vocabulary import AgentMode, StepKind, TaskStatus, ToolSeverity
+from ..vocabulary import AgentMode, StepKind, TaskStatus, TimelineKind, ToolSeverity
 from .agent_results import CallResult, announce_task, result_text, store_call_result
 from .steps import AgentTaskRef, NextStep, Publish
+from .timeline import note
 
 HOLD_SLACK_S = 60.0
 """A foreground call's tool step stays leased this long past its task's deadline (the
@@ -112,6 +113,14 @@ def _started(
         id=call.call_id, name=call.name, agent=card.name, task_id=str(task_id), mode=mode
     )
     emit_batch_event(rt.redis, call.turn_id, model_step_no=call.model_step_no, event=started)
+    handoff = {
+        "agent": card.name,
+        "kind": card.kind.value,
+        "mode": mode.value,
+        "task_id": str(task_id),
+        "call_id": call.call_id,
+    }
+    note(rt, call.turn_id, TimelineKind.HANDOFF, handoff, step=call.model_step_no)
     if mode == AgentMode.BACKGROUND:
         content = json.dumps({"task_id": str(task_id), "agent": card.name, "status": "working"})
         _emit_result(rt, call, content, is_error=False, stored=True)

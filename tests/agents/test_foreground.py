@@ -45,6 +45,17 @@ def test_an_llm_sub_agent_runs_as_a_child_turn_with_its_own_tool(client: Api) ->
     events = client.turn_events(turn["id"])
     kinds = [e.event for e in events]
     assert kinds.index("agent_started") < kinds.index("agent_done") < kinds.index("done")
+
+    # the hand-off is in the parent turn's execution timeline (docs/checkpoints.md)
+    timeline = client.http.get(f"/v1/turns/{turn['id']}/timeline").json()["timeline"]
+    (handoff,) = [e for e in timeline if e["kind"] == "handoff"]
+    assert handoff["data"] == {
+        "agent": "math",
+        "kind": "llm",
+        "mode": "foreground",
+        "task_id": task["id"],
+        "call_id": handoff["data"]["call_id"],
+    }
     started = next(e for e in events if e.event == "agent_started")
     assert started.data == {
         "id": started.data["id"],
