@@ -66,6 +66,9 @@ def test_sixty_concurrent_turns_on_five_workers_never_spend_past_one_dollar(
         refused = next(t for t in ended if t["status"] == "failed")
         errors = [e.data for e in client.turn_events(refused["id"]) if e.event == "error"]
         assert [e["code"] for e in errors] == ["budget_exhausted"]  # visible to the client
+        timeline = client.http.get(f"/v1/turns/{refused['id']}/timeline").json()["timeline"]
+        refusals = [e["data"] for e in timeline if e["kind"] == "budget"]
+        assert refusals[-1]["action"] == "refused" and refusals[-1]["scope"] == "tenant"
 
     spent, reserved = _counter(f"tenant:{tenant_id}")
     rows = _reservations(tenant_id)

@@ -84,7 +84,11 @@ def test_the_depth_cap_is_a_failure_in_the_timeline(client: Api) -> None:
     tid = client.submit(sid, "loop")
     turn = client.wait_turn(tid)
     assert turn["error"]["code"] == "depth_exceeded"
-    assert timeline(client, tid)[-1]["kind"] == "failure"
+    events = timeline(client, tid)
+    assert events[-1]["kind"] == "failure"
+    # the detector saw it too; its action here is the default, `continue` (record only)
+    (anomaly,) = [e["data"] for e in events if e["kind"] == "anomaly"]
+    assert anomaly["kind"] == "depth_exceeded" and anomaly["action"] == "continue"
 
 
 def test_another_tenants_turn_has_no_timeline(client: Api, other_client: Api) -> None:
