@@ -44,6 +44,8 @@ FAMILIES: dict[str, tuple[str, frozenset[str]]] = {
     "cortex_tool_duration_seconds": ("histogram", frozenset({"tool"})),
     "cortex_reconciler_actions_total": ("counter", frozenset({"action"})),
     "cortex_budget_alerts_total": ("counter", frozenset({"scope"})),
+    "cortex_anomalies_total": ("counter", frozenset({"kind"})),
+    "cortex_recoveries_total": ("counter", frozenset({"action"})),
     "cortex_sse_connections": ("gauge", frozenset({"stream"})),
     "http_server_request_duration_seconds": (
         "histogram",

@@ -23,6 +23,8 @@ metrics.count_rate_limit_deferral("tenant")
 metrics.count_tool_call("echo", "ok", 0.01)
 metrics.count_reconciler_action("republished", 2)
 metrics.count_budget_alert("tenant")
+metrics.count_anomaly("short_output")
+metrics.count_recovery("retry")
 with metrics.sse_connection("turn"):
     metrics.observe_http("/v1/turns/{turn_id}", "GET", 200, 0.004)
     body, content_type = metrics.render_latest([metrics.QueueStatsCollector(fetch)])
