@@ -78,11 +78,13 @@ class Workers:
 
         if name == "beat":
             return beat_argv("INFO")
-        # "llm-b" is a second worker on the llm group's queues
+        # "llm-b" is a second worker on the llm group's queues, named apart; a group's own
+        # worker keeps the product's default name (`summarize-maintenance@host`), so a test's
+        # `cortex-workers worker --queues summarize` (`summarize@host`) is another node: on
+        # RabbitMQ two workers of one name cannot both hold their exclusive pidbox queue
         queues = QUEUE_GROUPS.get(name) or QUEUE_GROUPS[name.split("-")[0]]
-        return worker_argv(
-            queues, pool=None, concurrency=None, loglevel="INFO", hostname=f"{name}@%h"
-        )
+        hostname = None if name in QUEUE_GROUPS else f"{name}@%h"
+        return worker_argv(queues, pool=None, concurrency=None, loglevel="INFO", hostname=hostname)
 
     def start(self, name: str, **extra_env: str) -> None:
         """Start the worker `name` (a queue group, or `GROUP-suffix` for another worker of
