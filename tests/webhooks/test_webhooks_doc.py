@@ -2,33 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
+from doc_examples import run_example
 from support import Api
-
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "webhooks.md"
-
-
-def example_of(page: str) -> str:
-    """The first Python block after the page's `## Example` heading."""
-    after = page.split("\n## Example\n", 1)[1]
-    return after.split("```python\n", 1)[1].split("\n```", 1)[0]
 
 
 def test_the_webhooks_page_example_runs(api: Api, tenant_key: str) -> None:
-    page = PAGE.read_text()
-    env = {**os.environ, "CORTEX_URL": api.base_url, "CORTEX_API_KEY": tenant_key}
-    run = subprocess.run(
-        [sys.executable, "-c", example_of(page)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert run.returncode == 0, run.stderr
-    printed = run.stdout.splitlines()
+    page, printed = run_example("webhooks.md", api, tenant_key)
     assert printed == ["job.completed True succeeded", "job.completed succeeded [204]"]
     assert f"It prints `{printed[0]}`, then the delivery log: `{printed[1]}`." in page
