@@ -4,11 +4,14 @@ A reservation goes through one counter row per scope (`global` and `tenant:ID` f
 `session:ID` for the session's life; a job's call has none), always in that order, so
 concurrent reservations never deadlock. Each counter is taken by one conditional UPDATE that
 admits the whole amount only if `spent + reserved + amount <= limit`; the reservation row and
-every counter change commit together or not at all. Settling moves the reservation's amount
-out of `reserved` and its real cost into `spent`, then fires each scope's alert at most once
-per window (a conditional UPDATE of `alerted_at`). A call the reconciler settled at its
-reserved amount (its worker's lease ran out) that then finishes after all is corrected down
-to its real cost.
+the counters of every scope with a limit commit together or not at all. The day counter of a
+scope without a limit (the global one, or the tenant's, when none is set) is moved after that
+commit, by one statement of its own: every call of the deployment shares those rows, and a lock
+on them held across a transaction's round trips made every call wait in line. Settling moves
+the reservation's amount out of `reserved` and its real cost into `spent`, then fires each
+scope's alert at most once per window (a conditional UPDATE of `alerted_at`). A call the
+reconciler settled at its reserved amount (its worker's lease ran out) that then finishes after
+all is corrected down to its real cost.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ..vocabulary import (
     StepStatus,
     WebhookEventType,
 )
+from .db import autocommit_connection
 from .webhooks import record_event
 
 
@@ -67,6 +71,10 @@ class Reservation:
     id: uuid.UUID
     amount_micros: int
     tokens: int
+    counted_after: tuple[str, ...] = ()
+    """Counters of scopes without a limit, counted after the reservation's transaction (one
+    statement each, so no lock on a counter every call shares is held across round trips);
+    settling moves them the same way."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,11 +174,18 @@ def reserve(engine: Engine, call: CallToReserve) -> Reservation | Refusal:
             if inserted is None:  # this attempt already holds one (a repeated call)
                 return _existing(conn, call)
             for limit in call.money:
-                take_scope(conn, limit, call.amount_micros)
+                if limit.limit is not None:
+                    take_scope(conn, limit, call.amount_micros)
             take_scope(conn, call.session, call.tokens)
     except ScopeRefused as refused:
         return refused.refusal
-    return Reservation(reservation_id, call.amount_micros, call.tokens)
+    unlimited = [limit for limit in call.money if limit.limit is None]
+    if unlimited:
+        with autocommit_connection(engine) as conn:
+            for limit in unlimited:
+                take_scope(conn, limit, call.amount_micros)
+    after = tuple(limit.key for limit in unlimited)
+    return Reservation(reservation_id, call.amount_micros, call.tokens, after)
 
 
 def _existing(conn: Connection, call: CallToReserve) -> Reservation:
@@ -223,15 +238,32 @@ class Settlement:
 
 
 def settle(
-    engine: Engine, reservation_id: uuid.UUID, outcome: Settlement, *, alert_at_pct: float
+    engine: Engine,
+    reservation_id: uuid.UUID,
+    outcome: Settlement,
+    *,
+    alert_at_pct: float,
+    counted_after: tuple[str, ...] = (),
 ) -> list[Alert]:
-    """Close the reservation at its real cost (once: a second settle changes nothing)."""
+    """Close the reservation at its real cost (once: a second settle changes nothing). The
+    counters in `counted_after` (`Reservation.counted_after`) move after the transaction."""
+    later: list[dict[str, object]] = []
     with engine.begin() as conn:
-        return _settle(conn, reservation_id, outcome, alert_at_pct)
+        alerts = _settle(conn, reservation_id, outcome, alert_at_pct, counted_after, later)
+    if later:
+        with autocommit_connection(engine) as conn:
+            for move in later:
+                conn.execute(_SETTLE_COUNTER, move)
+    return alerts
 
 
 def _settle(
-    conn: Connection, reservation_id: uuid.UUID, outcome: Settlement, alert_at_pct: float
+    conn: Connection,
+    reservation_id: uuid.UUID,
+    outcome: Settlement,
+    alert_at_pct: float,
+    counted_after: tuple[str, ...] = (),
+    later: list[dict[str, object]] | None = None,
 ) -> list[Alert]:
     params = {
         "id": reservation_id,
@@ -261,7 +293,12 @@ def _settle(
     )
     money = [("global", row.day_start), (f"tenant:{row.tenant_id}", row.day_start)]
     for key, start in money:
-        conn.execute(_SETTLE_COUNTER, {"key": key, "start": start, "held": held, "used": used})
+        move = {"key": key, "start": start, "held": held, "used": used}
+        if later is not None and key in counted_after:
+            later.append(move)
+        else:
+            conn.execute(_SETTLE_COUNTER, move)
+    money = [(key, start) for key, start in money if later is None or key not in counted_after]
     if row.session_id is not None:  # a job's call holds no session's tokens
         session = {"key": f"session:{row.session_id}", "start": NO_WINDOW}
         used_tokens -= row.tokens if tokens_held == 0 else 0

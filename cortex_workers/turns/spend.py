@@ -299,7 +299,11 @@ def settle(rt: Runtime, held: Reservation, bill: Bill) -> Settlement:
             )
         outcome = Settlement(cost, done.input_tokens, done.output_tokens)
     alerts = budget_store.settle(
-        rt.engine, held.id, outcome, alert_at_pct=rt.settings.llm_budget.alert_at_pct
+        rt.engine,
+        held.id,
+        outcome,
+        alert_at_pct=rt.settings.llm_budget.alert_at_pct,
+        counted_after=held.counted_after,
     )
     report_alerts(alerts, rt.settings.llm_budget.alert_at_pct)
     return outcome
