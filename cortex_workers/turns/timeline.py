@@ -1,9 +1,9 @@
 """Recording a turn's execution timeline from the places that know the facts.
 
 An event written inside a transaction that also changes the turn (a tool result, the turn's
-failure) commits with it; the others (`note`) are written in their own short transaction. A
-failure to record is logged and never fails the step: the timeline explains, it does not
-decide.
+failure) commits with it; the others (`note`) are written by one statement of their own
+(autocommit: one round trip, no transaction held open). A failure to record is logged and
+never fails the step: the timeline explains, it does not decide.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from ..runtime import Runtime
 from ..store import timeline
-from ..store.db import transaction
+from ..store.db import autocommit_connection
 from ..vocabulary import TimelineKind
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ def note(
     *,
     step: int | None = None,
 ) -> None:
-    """Append one event in its own transaction."""
+    """Append one event by a statement of its own."""
     notes(rt, turn_id, [(kind, data)], step=step)
 
 
@@ -42,11 +42,12 @@ def notes(
     *,
     step: int | None = None,
 ) -> None:
-    """Append events, in order, in one transaction of their own."""
+    """Append events, in order, with one statement of their own (autocommit: one round trip)."""
+    if not events:
+        return
     try:
-        with transaction(rt.db) as db:
-            for kind, data in events:
-                timeline.record(db, turn_id, kind, data, step=step)
+        with autocommit_connection(rt.engine) as conn:
+            timeline.append(conn, turn_id, events, step=step)
     except SQLAlchemyError:
         kinds = ", ".join(kind for kind, _ in events)
         log.warning("could not record the %s events of turn %s", kinds, turn_id, exc_info=True)
