@@ -21,8 +21,6 @@ import uuid
 
 from ..providers.limits import Limit, RateLimiter
 from ..runtime import Runtime
-from ..store import repo
-from ..store.db import transaction
 from ..vocabulary import RateLimitKind
 from .errors import RateLimited
 
@@ -57,20 +55,11 @@ def _take(rt: Runtime, scope: str, per_minute: int | None, what: str) -> None:
     )
 
 
-def _is_replay(rt: Runtime, tenant_id: uuid.UUID, idempotency_key: str) -> bool:
-    with transaction(rt.db) as db:
-        return repo.turn_by_idempotency_key(db, tenant_id, idempotency_key) is not None
-
-
-def take_turn(rt: Runtime, tenant_id: uuid.UUID, idempotency_key: str | None = None) -> None:
-    """Count one turn submission of `tenant_id`; `RateLimited` when over its limit.
-
-    A request whose `idempotency_key` the tenant already used is a replay (or a 422 for another
-    body): it creates nothing and takes nothing."""
+def take_turn(rt: Runtime, tenant_id: uuid.UUID) -> None:
+    """Count one turn submission of `tenant_id`; `RateLimited` when over its limit. (A replay
+    of an Idempotency-Key creates nothing and is not counted: the caller does not call this.)"""
     per_minute = rt.settings.tenant_turns_per_minute
     if not per_minute:
-        return
-    if idempotency_key is not None and _is_replay(rt, tenant_id, idempotency_key):
         return
     _take(rt, turn_scope(tenant_id), per_minute, "turns")
 

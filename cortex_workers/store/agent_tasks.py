@@ -22,8 +22,7 @@ from ..vocabulary import (
     TaskStatus,
     WebhookEventType,
 )
-from .db import Executor
-from .models import AgentTask, Session, Step, Turn, agent_tasks_table
+from .models import AgentTask, Step, Turn
 from .repo import storable_json
 from .webhooks import record_event
 
@@ -304,16 +303,6 @@ def children_ended(db: Db, *, limit: int = 100) -> Sequence[tuple[uuid.UUID, uui
 
 
 @dataclass(frozen=True, slots=True)
-class TurnAgents:
-    """What a model step needs to know about agents: its session's agent tools, what started
-    its turn, and the session it works for when it is a child."""
-
-    agents: list[str]
-    trigger: dict[str, Any] | None
-    parent_session_id: uuid.UUID | None
-
-
-@dataclass(frozen=True, slots=True)
 class EndedTask:
     """What a follow-up turn's model reads of its task."""
 
@@ -322,22 +311,3 @@ class EndedTask:
     status: TaskStatus
     result: Any
     error: dict[str, Any] | None
-
-
-def ended_task(db: Executor, task_id: uuid.UUID) -> EndedTask | None:
-    c = agent_tasks_table.c
-    row = db.execute(
-        select(c.id, c.agent, c.status, c.result, c.error).where(c.id == task_id)
-    ).first()
-    if row is None:
-        return None
-    return EndedTask(row.id, row.agent, TaskStatus(row.status), row.result, row.error)
-
-
-def turn_agents(db: Executor, turn_id: uuid.UUID) -> TurnAgents:
-    row = db.execute(
-        select(Session.agents, Turn.trigger, Session.parent_session_id)
-        .join(Session, Session.id == Turn.session_id)
-        .where(Turn.id == turn_id)
-    ).one()
-    return TurnAgents(list(row[0] or []), row[1], row[2])

@@ -1,17 +1,16 @@
-"""Budget SQL: reserve before a model call, settle after it, read what was spent.
+"""Budget SQL: reserve before a model call where a limit exists, settle after it, and the
+counters each settlement moves.
 
-A reservation goes through one counter row per scope (`global` and `tenant:ID` for the day,
-`session:ID` for the session's life; a job's call has none), always in that order, so
-concurrent reservations never deadlock. Each counter is taken by one conditional UPDATE that
-admits the whole amount only if `spent + reserved + amount <= limit`; the reservation row and
-the counters of every scope with a limit commit together or not at all. The day counter of a
-scope without a limit (the global one, or the tenant's, when none is set) is moved after that
-commit, by one statement of its own: every call of the deployment shares those rows, and a lock
-on them held across a transaction's round trips made every call wait in line. Settling moves
-the reservation's amount out of `reserved` and its real cost into `spent`, then fires each
-scope's alert at most once per window (a conditional UPDATE of `alerted_at`). A call the
-reconciler settled at its reserved amount (its worker's lease ran out) that then finishes after
-all is corrected down to its real cost.
+A reservation takes, in one statement (`cortex_reserve`, migration 0016), the counter of every
+scope with a limit (`global` and `tenant:ID` for the day, `session:ID` for the session's
+life), in key order, all or nothing: each by a conditional upsert that admits the whole
+amount only if `spent + reserved + amount <= limit`; the reservation row records the scopes it
+took. A scope without a limit is never reserved: it is counted when the call is settled,
+inside the statement that ends the step (`store.step_commit`), as a call that held nothing
+stores its usage row there. Settling moves what a reservation held out of `reserved` and its
+real cost into `spent`; a limited money scope's alert fires at most once per window. A call
+the reconciler settled at its reserved amount (its worker's lease ran out) that then finishes
+after all is corrected down to its real cost.
 """
 
 from __future__ import annotations
@@ -23,20 +22,14 @@ from datetime import datetime
 from sqlalchemy import Connection, Engine, text
 
 from ..budget.windows import NO_WINDOW, Window
-from ..vocabulary import (
-    BudgetScope,
-    JobStatus,
-    ReservationStatus,
-    StepStatus,
-    WebhookEventType,
-)
+from ..vocabulary import BudgetScope, JobStatus, ReservationStatus, StepStatus
 from .db import autocommit_connection
-from .webhooks import record_event
+from .step_record_rows import CounterMove, SpendCase
 
 
 @dataclass(frozen=True, slots=True)
 class ScopeLimit:
-    """One counter a reservation goes through, with the limit in force (None: unlimited)."""
+    """One counter a call goes through, with the limit in force (None: unlimited)."""
 
     scope: BudgetScope
     key: str
@@ -54,16 +47,17 @@ class CallToReserve:
     turn_id: uuid.UUID
     tenant_id: uuid.UUID
     session_id: uuid.UUID
+    user: str | None
     provider: str
     model: str
     amount_micros: int
     tokens: int
     call_no: int
     """0 for the attempt's call, 1 for a second call of the same attempt."""
-    money: tuple[ScopeLimit, ScopeLimit]
-    """The global and the tenant's day, in that order."""
-    session: ScopeLimit
-    """The session's token cap."""
+    scopes: tuple[ScopeLimit, ...]
+    """The global and the tenant's day, the session's tokens: those with a limit are taken."""
+    session_tokens: int = 0
+    """What the session used before its counter existed (its first reservation starts there)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +65,9 @@ class Reservation:
     id: uuid.UUID
     amount_micros: int
     tokens: int
-    counted_after: tuple[str, ...] = ()
-    """Counters of scopes without a limit, counted after the reservation's transaction (one
-    statement each, so no lock on a counter every call shares is held across round trips);
-    settling moves them the same way."""
+    scopes: tuple[str, ...] = ()
+    """The counters it took (see the module's doc)."""
+    day_start: datetime = NO_WINDOW
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,18 +98,59 @@ class ScopeRefused(Exception):
         self.refusal = refusal
 
 
-_INSERT_RESERVATION = text(
-    """
-    INSERT INTO budget_reservations (id, step_id, attempt, call_no, tenant_id, session_id,
-        turn_id, "user", provider, model, day_start, status, amount_micros, tokens)
-    SELECT :id, :step_id, :attempt, :call_no, :tenant_id, :session_id, t.id,
-        COALESCE(t."user", s."user"), :provider, :model, :day_start, :status, :amount, :tokens
-    FROM turns t JOIN sessions s ON s.id = t.session_id
-    WHERE t.id = :turn_id
-    ON CONFLICT (step_id, attempt, call_no) DO NOTHING
-    RETURNING id
-    """
+_RESERVE = text(
+    "SELECT * FROM cortex_reserve(:id, :step_id, :attempt, :call_no, :tenant_id, :session_id, "
+    ":turn_id, :user, :provider, :model, :day_start, :amount, :tokens, "
+    "CAST(:keys AS TEXT[]), CAST(:starts AS TIMESTAMPTZ[]), CAST(:resets AS TIMESTAMPTZ[]), "
+    "CAST(:limits AS BIGINT[]), CAST(:amounts AS BIGINT[]), CAST(:initial AS BIGINT[]))"
 )
+
+
+def reserve(engine: Engine, call: CallToReserve) -> Reservation | Refusal:
+    """Hold the call's maximum cost in every scope with a limit, all or nothing, in one
+    statement (a repeated call of the same attempt gets the reservation it holds)."""
+    limited = sorted((s for s in call.scopes if s.limit is not None), key=lambda s: s.key)
+    amounts = [
+        call.tokens if s.scope is BudgetScope.SESSION else call.amount_micros for s in limited
+    ]
+    initial = [call.session_tokens if s.scope is BudgetScope.SESSION else 0 for s in limited]
+    day = next(s.window for s in call.scopes if s.scope is not BudgetScope.SESSION)
+    with autocommit_connection(engine) as conn:
+        row = conn.execute(
+            _RESERVE,
+            {
+                "id": uuid.uuid4(),
+                "step_id": call.step_id,
+                "attempt": call.attempt,
+                "call_no": call.call_no,
+                "tenant_id": call.tenant_id,
+                "session_id": call.session_id,
+                "turn_id": call.turn_id,
+                "user": call.user,
+                "provider": call.provider,
+                "model": call.model,
+                "day_start": day.start,
+                "amount": call.amount_micros,
+                "tokens": call.tokens,
+                "keys": [s.key for s in limited],
+                "starts": [s.window.start for s in limited],
+                "resets": [s.window.resets_at for s in limited],
+                "limits": [s.limit for s in limited],
+                "amounts": amounts,
+                "initial": initial,
+            },
+        ).one()
+    if row.reservation_id is None:
+        refused = next(s for s in limited if s.key == row.refused_key)
+        asked = amounts[limited.index(refused)]
+        assert refused.limit is not None
+        return Refusal(
+            refused.scope, refused.limit, row.spent, row.reserved, asked, refused.window.resets_at
+        )
+    taken = tuple(s.key for s in limited)
+    return Reservation(row.reservation_id, row.amount, row.tokens, taken, day.start)
+
+
 _TAKE = text(
     """
     INSERT INTO budget_counters AS c (scope, window_start, resets_at, limit_amount, reserved)
@@ -129,7 +163,8 @@ _TAKE = text(
     """
 )
 """The conditional update of one scope's counter (an upsert: the day's first call creates it):
-it takes the whole amount only if it fits under the limit in force, else changes nothing."""
+it takes the whole amount only if it fits under the limit in force, else changes nothing.
+Used by a job's reservation (`store.job_budget`), which takes both money scopes."""
 _READ_COUNTER = text(
     "SELECT spent, reserved FROM budget_counters WHERE scope = :key AND window_start = :start"
 )
@@ -148,55 +183,43 @@ def take_scope(conn: Connection, limit: ScopeLimit, amount: int) -> None:
         )
 
 
-def reserve(engine: Engine, call: CallToReserve) -> Reservation | Refusal:
-    """Hold the call's maximum cost in every scope, all or nothing, in one transaction."""
-    reservation_id = uuid.uuid4()
-    try:
-        with engine.begin() as conn:
-            inserted = conn.execute(
-                _INSERT_RESERVATION,
-                {
-                    "id": reservation_id,
-                    "step_id": call.step_id,
-                    "attempt": call.attempt,
-                    "call_no": call.call_no,
-                    "tenant_id": call.tenant_id,
-                    "session_id": call.session_id,
-                    "turn_id": call.turn_id,
-                    "provider": call.provider,
-                    "model": call.model,
-                    "day_start": call.money[0].window.start,
-                    "status": ReservationStatus.RESERVED.value,
-                    "amount": call.amount_micros,
-                    "tokens": call.tokens,
-                },
-            ).first()
-            if inserted is None:  # this attempt already holds one (a repeated call)
-                return _existing(conn, call)
-            for limit in call.money:
-                if limit.limit is not None:
-                    take_scope(conn, limit, call.amount_micros)
-            take_scope(conn, call.session, call.tokens)
-    except ScopeRefused as refused:
-        return refused.refusal
-    unlimited = [limit for limit in call.money if limit.limit is None]
-    if unlimited:
-        with autocommit_connection(engine) as conn:
-            for limit in unlimited:
-                take_scope(conn, limit, call.amount_micros)
-    after = tuple(limit.key for limit in unlimited)
-    return Reservation(reservation_id, call.amount_micros, call.tokens, after)
+def money_keys(tenant_id: uuid.UUID) -> tuple[str, str]:
+    return "global", f"tenant:{tenant_id}"
 
 
-def _existing(conn: Connection, call: CallToReserve) -> Reservation:
-    row = conn.execute(
-        text(
-            "SELECT id, amount_micros, tokens FROM budget_reservations "
-            "WHERE step_id = :step_id AND attempt = :attempt AND call_no = :call_no"
-        ),
-        {"step_id": call.step_id, "attempt": call.attempt, "call_no": call.call_no},
-    ).one()
-    return Reservation(row.id, row.amount_micros, row.tokens)
+def settlement_moves(
+    held: Reservation,
+    *,
+    money: tuple[str, str],
+    session_key: str | None,
+    resets_at: datetime | None,
+    cost_micros: int | None,
+    used_tokens: int | None,
+) -> dict[SpendCase, tuple[CounterMove, ...]]:
+    """How settling `held` moves the counters: `settled` now (what it held leaves `reserved`
+    of the scopes it took; its cost, or what it held when `cost_micros` is None, goes into
+    `spent` of both money scopes), or `corrected` (the reconciler had settled it at what it
+    held: only the difference, down)."""
+    cost = held.amount_micros if cost_micros is None else cost_micros
+    tokens = held.tokens if used_tokens is None else used_tokens
+    settled: list[CounterMove] = []
+    corrected: list[CounterMove] = []
+    for key in money:
+        taken = key in held.scopes
+        reserved = -held.amount_micros if taken else 0
+        settled.append(CounterMove(key, held.day_start, resets_at, reserved, cost))
+        corrected.append(CounterMove(key, held.day_start, resets_at, 0, cost - held.amount_micros))
+    if session_key is not None and session_key in held.scopes:
+        settled.append(CounterMove(session_key, NO_WINDOW, None, -held.tokens, tokens))
+        corrected.append(CounterMove(session_key, NO_WINDOW, None, 0, tokens - held.tokens))
+    return {"settled": tuple(settled), "corrected": tuple(corrected)}
+
+
+def usage_moves(
+    *, money: tuple[str, str], day: Window, cost_micros: int
+) -> dict[SpendCase, tuple[CounterMove, ...]]:
+    """A call that held nothing: its cost counted in both money scopes."""
+    return {"used": tuple(CounterMove(k, day.start, day.resets_at, 0, cost_micros) for k in money)}
 
 
 _CLOSE = text(
@@ -206,7 +229,7 @@ _CLOSE = text(
         cost_micros = COALESCE(CAST(:cost AS BIGINT), amount_micros),
         input_tokens = :input_tokens, output_tokens = :output_tokens
     WHERE id = :id AND status = :reserved
-    RETURNING amount_micros, tokens, cost_micros, tenant_id, session_id, day_start
+    RETURNING amount_micros, tokens, cost_micros, tenant_id, session_id, day_start, scopes
     """
 )
 _SETTLE_COUNTER = text(
@@ -216,6 +239,12 @@ _SETTLE_COUNTER = text(
     WHERE scope = :key AND window_start = :start
     """
 )
+_COUNT = text(
+    """
+    INSERT INTO budget_counters AS c (scope, window_start, spent) VALUES (:key, :start, :used)
+    ON CONFLICT (scope, window_start) DO UPDATE SET spent = c.spent + :used
+    """
+)
 _ALERT = text(
     """
     UPDATE budget_counters SET alerted_at = now()
@@ -223,6 +252,23 @@ _ALERT = text(
       AND limit_amount IS NOT NULL AND limit_amount > 0
       AND spent * 100 >= limit_amount * CAST(:pct AS NUMERIC)
     RETURNING spent, limit_amount
+    """
+)
+_RECORD_ALERT = text(
+    "SELECT cortex_record_event(:tenant, 'budget.alert', jsonb_build_object("
+    "'tenant_id', CAST(:tenant AS TEXT), 'scope', 'tenant', 'spent_usd', :spent / 1e6, "
+    "'limit_usd', :limit / 1e6, 'alert_at_pct', CAST(:pct AS NUMERIC)))"
+)
+
+
+_CORRECT = text(
+    """
+    UPDATE budget_reservations
+    SET settled_by = :by, cost_micros = :cost,
+        input_tokens = :input_tokens, output_tokens = :output_tokens
+    WHERE id = :id AND status = :settled AND settled_by = 'reconciler'
+      AND CAST(:cost AS BIGINT) <= amount_micros
+    RETURNING amount_micros, tokens, cost_micros, tenant_id, session_id, day_start, scopes
     """
 )
 
@@ -237,34 +283,12 @@ class Settlement:
     by: str = "call"
 
 
-def settle(
-    engine: Engine,
-    reservation_id: uuid.UUID,
-    outcome: Settlement,
-    *,
-    alert_at_pct: float,
-    counted_after: tuple[str, ...] = (),
+def settle_in(
+    conn: Connection, reservation_id: uuid.UUID, outcome: Settlement, alert_at_pct: float
 ) -> list[Alert]:
-    """Close the reservation at its real cost (once: a second settle changes nothing). The
-    counters in `counted_after` (`Reservation.counted_after`) move after the transaction."""
-    later: list[dict[str, object]] = []
-    with engine.begin() as conn:
-        alerts = _settle(conn, reservation_id, outcome, alert_at_pct, counted_after, later)
-    if later:
-        with autocommit_connection(engine) as conn:
-            for move in later:
-                conn.execute(_SETTLE_COUNTER, move)
-    return alerts
-
-
-def _settle(
-    conn: Connection,
-    reservation_id: uuid.UUID,
-    outcome: Settlement,
-    alert_at_pct: float,
-    counted_after: tuple[str, ...] = (),
-    later: list[dict[str, object]] | None = None,
-) -> list[Alert]:
+    """Close the reservation (once: a second settle changes nothing) in the caller's
+    transaction, moving its counters by the scopes it took (see the module's doc). For the
+    reconciler, and for calls outside a step (a summary's, a job's)."""
     params = {
         "id": reservation_id,
         "by": outcome.by,
@@ -275,68 +299,69 @@ def _settle(
         "reserved": ReservationStatus.RESERVED.value,
     }
     row = conn.execute(_CLOSE, params).first()
-    if row is not None:
-        held, used, tokens_held = row.amount_micros, row.cost_micros, row.tokens
-    elif outcome.by == "call" and outcome.cost_micros is not None:
+    held = True
+    if row is None and outcome.by == "call" and outcome.cost_micros is not None:
         # The reconciler took the worker for dead and settled the call at its reserved
         # amount; the call did finish: its real cost replaces that (spend only goes down).
-        row = conn.execute(_CORRECT, params).first()
-        if row is None:
-            return []  # settled already
-        held, used, tokens_held = 0, outcome.cost_micros - row.amount_micros, 0
-    else:
+        row, held = conn.execute(_CORRECT, params).first(), False
+    if row is None:
         return []  # settled already
+    scopes = set(row.scopes or ())
     used_tokens = (
         row.tokens
         if outcome.input_tokens is None
         else (outcome.input_tokens or 0) + (outcome.output_tokens or 0)
     )
-    money = [("global", row.day_start), (f"tenant:{row.tenant_id}", row.day_start)]
-    for key, start in money:
-        move = {"key": key, "start": start, "held": held, "used": used}
-        if later is not None and key in counted_after:
-            later.append(move)
+    moves: list[tuple[str, dict[str, object], bool]] = []
+    for key in money_keys(row.tenant_id):
+        if held:
+            used = row.cost_micros
+            move = {"key": key, "start": row.day_start, "held": row.amount_micros, "used": used}
+            moves.append((key, move, key in scopes))
         else:
-            conn.execute(_SETTLE_COUNTER, move)
-    money = [(key, start) for key, start in money if later is None or key not in counted_after]
-    if row.session_id is not None:  # a job's call holds no session's tokens
-        session = {"key": f"session:{row.session_id}", "start": NO_WINDOW}
-        used_tokens -= row.tokens if tokens_held == 0 else 0
-        conn.execute(_SETTLE_COUNTER, {**session, "held": tokens_held, "used": used_tokens})
+            used = outcome.cost_micros - row.amount_micros
+            moves.append((key, {"key": key, "start": row.day_start, "held": 0, "used": used}, True))
+    session_key = f"session:{row.session_id}" if row.session_id is not None else None
+    if session_key is not None and session_key in scopes:
+        tokens = {"key": session_key, "start": NO_WINDOW}
+        if held:
+            tokens.update(held=row.tokens, used=used_tokens)
+        else:
+            tokens.update(held=0, used=used_tokens - row.tokens)
+        moves.append((session_key, tokens, True))
+    for _key, move, taken in sorted(moves, key=lambda m: m[0]):
+        conn.execute(_SETTLE_COUNTER if taken else _COUNT, move)
+    if not held:
+        return []
     alerts = []
-    for key, start in money:
-        hit = conn.execute(_ALERT, {"key": key, "start": start, "pct": alert_at_pct}).first()
-        if hit is not None:
-            alerts.append(Alert(key, hit.spent, hit.limit_amount))
-            if key.startswith("tenant:"):  # the tenant's webhooks hear of it (docs/webhooks.md)
-                _announce(conn, row.tenant_id, hit.spent, hit.limit_amount, alert_at_pct)
+    for key in money_keys(row.tenant_id):
+        if key not in scopes:
+            continue
+        hit = conn.execute(
+            _ALERT, {"key": key, "start": row.day_start, "pct": alert_at_pct}
+        ).first()
+        if hit is None:
+            continue
+        alerts.append(Alert(key, hit.spent, hit.limit_amount))
+        if key.startswith("tenant:"):  # the tenant's webhooks hear of it (docs/webhooks.md)
+            conn.execute(
+                _RECORD_ALERT,
+                {
+                    "tenant": row.tenant_id,
+                    "spent": hit.spent,
+                    "limit": hit.limit_amount,
+                    "pct": alert_at_pct,
+                },
+            )
     return alerts
 
 
-def _announce(
-    conn: Connection, tenant_id: uuid.UUID, spent: int, limit: int, alert_at_pct: float
-) -> None:
-    """A `budget.alert` webhook event, in the transaction that fired the alert."""
-    data = {
-        "tenant_id": str(tenant_id),
-        "scope": BudgetScope.TENANT.value,
-        "spent_usd": spent / 1e6,
-        "limit_usd": limit / 1e6,
-        "alert_at_pct": alert_at_pct,
-    }
-    record_event(conn, tenant_id, WebhookEventType.BUDGET_ALERT, data)
-
-
-_CORRECT = text(
-    """
-    UPDATE budget_reservations
-    SET settled_by = :by, cost_micros = :cost,
-        input_tokens = :input_tokens, output_tokens = :output_tokens
-    WHERE id = :id AND status = :settled AND settled_by = 'reconciler'
-      AND CAST(:cost AS BIGINT) <= amount_micros
-    RETURNING amount_micros, tokens, tenant_id, session_id, day_start
-    """
-)
+def settle(
+    engine: Engine, reservation_id: uuid.UUID, outcome: Settlement, *, alert_at_pct: float
+) -> list[Alert]:
+    """`settle_in`, in a transaction of its own."""
+    with engine.begin() as conn:
+        return settle_in(conn, reservation_id, outcome, alert_at_pct)
 
 
 _ORPHANS = text(
@@ -379,5 +404,7 @@ def settle_orphans(
         ).scalars()
         found = list(ids)
         for reservation_id in found:
-            alerts += _settle(conn, reservation_id, Settlement(None, by="reconciler"), alert_at_pct)
+            alerts += settle_in(
+                conn, reservation_id, Settlement(None, by="reconciler"), alert_at_pct
+            )
     return len(found), alerts

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import cast
 
 from sqlalchemy import (
+    ARRAY,
     BigInteger,
     CheckConstraint,
     DateTime,
@@ -22,6 +23,7 @@ from sqlalchemy import (
     Integer,
     String,
     Table,
+    Text,
     func,
     text,
 )
@@ -96,6 +98,9 @@ class BudgetReservation(Base):
     output_tokens: Mapped[int | None] = mapped_column(Integer)
     settled_by: Mapped[str | None] = mapped_column(String(32))
     """`call` (its real cost), `failure` or `reconciler` (the reserved amount)."""
+    scopes: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
+    """The counters it took (`global`, `tenant:ID`, `session:ID`): the scopes with a limit.
+    The others are counted only when the call is settled."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 

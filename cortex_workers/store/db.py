@@ -39,11 +39,33 @@ def is_disconnect(dialect: Dialect, exc: psycopg.Error, connection: Any, cursor:
     return dialect.is_disconnect(cast(DBAPIModule.Error, exc), connection, cursor)
 
 
+STATEMENT_CACHE_LENGTH = 16384
+STATEMENT_CACHE_PARAMS = 64
+"""psycopg caches the conversion of a statement's text (its placeholders to `$n`) only up to
+4096 characters and 50 parameters; over that, every execution parses the text again (about
+30 µs for an 8 KB statement). A step's claim and closing statement are longer: the engine
+raises the limits (`cache_long_statements`)."""
+
+
+def cache_long_statements() -> None:
+    """Let psycopg cache the conversion of statements up to the store's sizes (module limits
+    psycopg reads at each execution; tests/store/test_private_apis.py checks that)."""
+    from psycopg import _queries
+
+    _queries.MAX_CACHED_STATEMENT_LENGTH = max(
+        _queries.MAX_CACHED_STATEMENT_LENGTH, STATEMENT_CACHE_LENGTH
+    )
+    _queries.MAX_CACHED_STATEMENT_PARAMS = max(
+        _queries.MAX_CACHED_STATEMENT_PARAMS, STATEMENT_CACHE_PARAMS
+    )
+
+
 def make_engine(
     url: str, *, pool_size: int = 10, ping_after_idle_s: float = PING_AFTER_IDLE_S
 ) -> Engine:
     """An engine whose pool pings a connection that sat idle, so a restarted Postgres costs
     at most one failed transaction per process, not a crash."""
+    cache_long_statements()
     engine = create_engine(
         normalize_url(url),
         pool_size=pool_size,

@@ -38,15 +38,15 @@ class JobCallToReserve:
 _INSERT = text(
     """
     INSERT INTO budget_reservations (id, job_id, attempt, call_no, tenant_id, provider, model,
-        day_start, status, amount_micros, tokens)
+        day_start, status, amount_micros, tokens, scopes)
     VALUES (:id, :job_id, :run, :call_no, :tenant_id, :provider, :model, :day_start, :status,
-        :amount, :tokens)
+        :amount, :tokens, CAST(:scopes AS TEXT[]))
     ON CONFLICT (job_id, attempt, call_no) DO NOTHING
     RETURNING id
     """
 )
 _EXISTING = text(
-    "SELECT id, amount_micros, tokens FROM budget_reservations "
+    "SELECT id, amount_micros, tokens, scopes, day_start FROM budget_reservations "
     "WHERE job_id = :job_id AND attempt = :run AND call_no = :call_no"
 )
 
@@ -69,6 +69,7 @@ def reserve_job_call(engine: Engine, call: JobCallToReserve) -> Reservation | Re
                     "status": ReservationStatus.RESERVED.value,
                     "amount": call.amount_micros,
                     "tokens": call.tokens,
+                    "scopes": [limit.key for limit in call.money],
                 },
             ).first()
             if inserted is None:  # this run already holds one for the call (a redelivery)
@@ -77,9 +78,14 @@ def reserve_job_call(engine: Engine, call: JobCallToReserve) -> Reservation | Re
                 take_scope(conn, limit, call.amount_micros)
     except ScopeRefused as refused:
         return refused.refusal
-    return Reservation(reservation_id, call.amount_micros, call.tokens)
+    scopes = tuple(limit.key for limit in call.money)
+    return Reservation(
+        reservation_id, call.amount_micros, call.tokens, scopes, call.money[0].window.start
+    )
 
 
 def _existing(conn: Connection, key: dict[str, object]) -> Reservation:
     row = conn.execute(_EXISTING, key).one()
-    return Reservation(row.id, row.amount_micros, row.tokens)
+    return Reservation(
+        row.id, row.amount_micros, row.tokens, tuple(row.scopes or ()), row.day_start
+    )

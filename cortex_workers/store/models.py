@@ -262,6 +262,9 @@ class Step(Base):
     """The router's decision (model, provider, tier, reason, rejected candidates, fallbacks)."""
     redactions: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     """Values replaced before the call, counted per kind (never the values)."""
+    open_calls: Mapped[int | None] = mapped_column(Integer)
+    """A model step that asked for tools: its calls without a result yet (the result that
+    brings it to 0 adds the turn's next model step)."""
     created_at: Mapped[datetime] = _now()
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 

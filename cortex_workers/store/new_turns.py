@@ -238,16 +238,17 @@ def start_turn_if_idle(
     traceparent: str | None = None,
     user: str | None = None,
     route: dict[str, Any] | None = None,
+    idempotency_key: str | None = None,
 ) -> StartOutcome:
     """Store a turn that starts at once, with its user message and first model step, if the
     tenant's session has no active turn: one statement that commits on its own (see
-    `_insert_turn`)."""
+    `_insert_turn`). A key another turn of the tenant holds fails it (`IntegrityError`)."""
     params = StartedTurnParams(
         session_id=session_id,
         tenant_id=tenant_id,
         turn_id=uuid.uuid4(),
         content=storable_text(content),
-        idempotency_key=None,
+        idempotency_key=idempotency_key,
         request_hash=request_hash,
         traceparent=traceparent,
         user=user,

@@ -22,6 +22,19 @@ class HistoryEntry(TypedDict):
     is_error: bool
 
 
+class BatchCall(TypedDict):
+    """A tool call of the model step before this one, with its result (`tool_calls` row)."""
+
+    call_id: str
+    name: str
+    status: str
+    result: str | None
+    is_error: bool
+    truncated: bool
+    severity: str
+    error_kind: str | None
+
+
 @dataclass(frozen=True, slots=True)
 class ModelStepView:
     """What a model step reads about its turn and session with its claim."""
@@ -50,6 +63,31 @@ class ModelStepView:
     session_route: dict[str, Any] | None = None
     turn_route: dict[str, Any] | None = None
     """The route requests of the session and of the turn (`routing.RouteSpec`), if any."""
+    tenant_daily_micros: int | None = None
+    tenant_session_cap: int | None = None
+    tenant_user_hourly: int | None = None
+    """The tenant's own limits (None: the configured ones apply)."""
+    user: str | None = None
+    """The turn's end user, else the session's."""
+    session_tokens: int = 0
+    """Tokens the session has used so far."""
+    agents: list[str] | None = None
+    """The session's agents, offered as `<name>_agent` tools."""
+    trigger: dict[str, Any] | None = None
+    """What started a turn no user posted (`{"kind": "task", "task_id"}`)."""
+    parent_session_id: uuid.UUID | None = None
+    board: dict[str, Any] | None = None
+    """The session's whiteboard (`store.whiteboard.board_view`), None without one."""
+    parent_board: dict[str, Any] | None = None
+    """A sub-agent's: its parent session's whiteboard."""
+    task: dict[str, Any] | None = None
+    """A follow-up turn's: the ended task it answers."""
+    tool_counts: dict[str, int] | None = None
+    """The turn's calls per tool, when a limit on them may apply."""
+    batch: list[BatchCall] | None = None
+    """The tool calls of the model step before this one, with their results."""
+    retried: list[int] | None = None
+    """The steps of the turn that a recovery `retry` ran again, when that action is set."""
 
     @classmethod
     def of(cls, row: Any) -> ModelStepView:
@@ -72,6 +110,20 @@ class ModelStepView:
             tenant_mode=row.tenant_mode,
             session_route=row.session_route,
             turn_route=row.turn_route,
+            tenant_daily_micros=row.tenant_daily_micros,
+            tenant_session_cap=row.tenant_session_cap,
+            tenant_user_hourly=row.tenant_user_hourly,
+            user=row.turn_user if row.turn_user is not None else row.session_user,
+            session_tokens=int(row.session_tokens or 0),
+            agents=row.agents,
+            trigger=row.turn_trigger,
+            parent_session_id=row.parent_session_id,
+            board=row.board,
+            parent_board=row.parent_board,
+            task=row.task,
+            tool_counts=row.tool_counts,
+            batch=row.batch,
+            retried=row.retried,
         )
 
 
@@ -89,6 +141,13 @@ class ToolStepView:
     """The session's tools."""
     parent_no: int
     """The step_no of the model step that asked for the call."""
+    same_arguments: int = 0
+    """Earlier calls of the turn to the same tool with the same arguments."""
+    same_tool: int = 0
+    """Earlier calls of the turn to the same tool."""
+    open_siblings: int = 0
+    """Calls of the same batch, earlier in it, not finished yet."""
+    session_metadata: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, row: Any) -> ToolStepView:
@@ -101,4 +160,8 @@ class ToolStepView:
             tenant_id=row.tenant_id,
             allowed=row.allowed,
             parent_no=row.parent_no,
+            same_arguments=row.same_arguments,
+            same_tool=row.same_tool,
+            open_siblings=row.open_siblings,
+            session_metadata=row.session_metadata,
         )

@@ -144,46 +144,6 @@ def finish_step(
     return db.execute(_FINISH, params).first() is not None
 
 
-def release_for_retry(
-    db: Db, step_id: uuid.UUID, attempt: int, *, delay_s: float, error: dict[str, Any]
-) -> bool:
-    """Give the step back as pending, available after `delay_s`."""
-    return (
-        db.execute(
-            update(Step)
-            .where(Step.id == step_id, Step.attempt == attempt, Step.status == StepStatus.LEASED)
-            .values(
-                status=StepStatus.PENDING,
-                lease_until=None,
-                error=error,
-                available_at=func.now() + timedelta(seconds=delay_s),
-                published_at=func.now(),
-            )
-            .returning(Step.id)
-        ).first()
-        is not None
-    )
-
-
-def defer_step(db: Db, step_id: uuid.UUID, attempt: int, *, delay_s: float) -> bool:
-    """Give the step back without counting this attempt (it waited on a rate limit)."""
-    return (
-        db.execute(
-            update(Step)
-            .where(Step.id == step_id, Step.attempt == attempt, Step.status == StepStatus.LEASED)
-            .values(
-                status=StepStatus.PENDING,
-                attempt=attempt - 1,
-                lease_until=None,
-                available_at=func.now() + timedelta(seconds=delay_s),
-                published_at=func.now(),
-            )
-            .returning(Step.id)
-        ).first()
-        is not None
-    )
-
-
 def fail_step(db: Db, step_id: uuid.UUID, *, error: dict[str, Any]) -> None:
     db.execute(
         update(Step)

@@ -1,21 +1,20 @@
 """The execution timeline of turns: one row per event, in the order it was recorded.
 
-Written by the few places that know a fact (the route, a retry, a reservation, a tool result,
-the end of the turn), read by `GET /v1/turns/{tid}/timeline`. See docs/checkpoints.md.
+What a step learns goes into its record and is written with the step's ending, by the one
+statement that ends it (`store.step_commit`, `store.commit_sql.timeline`); events of what is
+not a step's ending (a turn the reconciler failed, an agent's handoff) by the same piece
+(`step_commit.write_record`). Read by `GET /v1/turns/{tid}/timeline`. See docs/checkpoints.md.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import (
     BigInteger,
-    Connection,
     DateTime,
     ForeignKey,
     Identity,
@@ -23,9 +22,7 @@ from sqlalchemy import (
     Integer,
     Table,
     func,
-    insert,
     select,
-    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.orm import Session as Db
@@ -64,42 +61,6 @@ class Event:
     step: int | None
     kind: TimelineKind
     data: dict[str, Any]
-
-
-def record(
-    db: Db, turn_id: uuid.UUID, kind: TimelineKind, data: Mapping[str, Any], *, step: int | None
-) -> None:
-    """Append an event (in the caller's transaction)."""
-    db.execute(
-        insert(timeline_table).values(turn_id=turn_id, step=step, kind=kind, data=dict(data))
-    )
-
-
-def append(
-    conn: Connection,
-    turn_id: uuid.UUID,
-    events: Sequence[tuple[TimelineKind, Mapping[str, Any]]],
-    *,
-    step: int | None,
-) -> None:
-    """Append events, in order, on a connection of the caller's (a hand-written statement:
-    the hot path records a few per model step)."""
-    rows = [
-        {
-            "turn_id": turn_id,
-            "step": step,
-            "kind": kind.value,
-            "data": json.dumps(data, default=str),
-        }
-        for kind, data in events
-    ]
-    conn.execute(_APPEND, rows)
-
-
-_APPEND = text(
-    "INSERT INTO timeline_events (turn_id, step, kind, data) "
-    "VALUES (:turn_id, :step, :kind, CAST(:data AS JSONB))"
-)
 
 
 def of_turn(db: Db, turn_id: uuid.UUID) -> list[Event]:

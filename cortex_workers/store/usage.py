@@ -7,9 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, func, select, text
+from sqlalchemy.orm import Session
 
 from ..vocabulary import ReservationStatus
+from .budget_models import counters_table
+from .models import Session as SessionRow
 
 GroupBy = Literal["day", "model", "user", "session"]
 
@@ -32,6 +35,49 @@ def counter(conn: Connection, key: str, window_start: datetime) -> Counter:
         {"key": key, "start": window_start},
     ).first()
     return Counter(row.spent, row.reserved, row.alerted_at) if row is not None else Counter()
+
+
+def counters(conn: Connection, keys: list[tuple[str, datetime]]) -> dict[str, Counter]:
+    """Several scopes' counters in one read, by key (those not there yet: absent)."""
+    if not keys:
+        return {}
+    clauses = " OR ".join(f"(scope = :k{i} AND window_start = :s{i})" for i in range(len(keys)))
+    params: dict[str, object] = {}
+    for i, (key, start) in enumerate(keys):
+        params[f"k{i}"], params[f"s{i}"] = key, start
+    rows = conn.execute(
+        text(f"SELECT scope, spent, reserved, alerted_at FROM budget_counters WHERE {clauses}"),
+        params,
+    )
+    return {r.scope: Counter(r.spent, r.reserved, r.alerted_at) for r in rows}
+
+
+def session_and_counters(
+    db: Session, session_id: uuid.UUID, tenant_id: uuid.UUID, keys: list[tuple[str, datetime]]
+) -> tuple[SessionRow | None, dict[str, Counter]]:
+    """The tenant's session and several scopes' counters, in one read (a counter not there
+    yet: absent)."""
+    c = counters_table.c
+    columns = [
+        select(func.json_build_array(c.spent, c.reserved, c.alerted_at))
+        .where(c.scope == key, c.window_start == start)
+        .scalar_subquery()
+        for key, start in keys
+    ]
+    row = db.execute(
+        select(SessionRow, *columns).where(
+            SessionRow.id == session_id, SessionRow.tenant_id == tenant_id
+        )
+    ).first()
+    if row is None:
+        return None, {}
+    found = {}
+    for (key, _start), counter in zip(keys, row[1:], strict=True):
+        if counter is not None:
+            spent, reserved, alerted = counter
+            at = datetime.fromisoformat(alerted) if alerted else None
+            found[key] = Counter(int(spent), int(reserved), at)
+    return row[0], found
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -24,14 +25,17 @@ from sqlalchemy import (
     func,
     insert,
     select,
+    text,
     update,
 )
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ..vocabulary import BlockerStatus, WhiteboardEntryKind
 from .db import Executor
 from .models import Base, one_of
+from .sql import const
 
 
 class WhiteboardRow(Base):
@@ -257,4 +261,102 @@ def read_board(
         ),
         decisions=_entries(db, session_id, decisions, WhiteboardEntryKind.DECISION.value),
         updates=_entries(db, session_id, updates),
+    )
+
+
+def board_view(session_id: Any, *, decisions: int, updates: int) -> Any:
+    """A scalar subquery: the board of `session_id` (a column of the enclosing statement) as
+    a JSON document that `board_of` reads, or NULL when that session has no board. A step's
+    claim reads it with the step (one index lookup when there is no board)."""
+    wb = WhiteboardRow.__table__.alias("wb_view")
+    bl = BlockerRow.__table__.alias("bl_view")
+
+    def recent(limit: int, *kinds: str) -> Any:
+        en = EntryRow.__table__.alias(f"en_{limit}_{len(kinds)}")
+        last = select(en).where(en.c.session_id == wb.c.session_id)
+        if kinds:
+            last = last.where(en.c.kind.in_([const(k) for k in kinds]))
+        last_rows = last.order_by(en.c.id.desc()).limit(limit).correlate_except(en).subquery()
+        row = func.json_build_object(
+            *(
+                x
+                for k in ("id", "kind", "text", "detail", "source", "created_at")
+                for x in (const(k), last_rows.c[k])
+            )
+        )
+        return select(
+            func.coalesce(func.json_agg(aggregate_order_by(row, last_rows.c.id)), text("'[]'"))
+        ).scalar_subquery()
+
+    blocker = func.json_build_object(
+        *(
+            x
+            for k in ("id", "text", "status", "resolution", "source", "created_at", "resolved_at")
+            for x in (const(k), bl.c[k])
+        )
+    )
+    blockers = (
+        select(func.coalesce(func.json_agg(aggregate_order_by(blocker, bl.c.id)), text("'[]'")))
+        .where(bl.c.session_id == wb.c.session_id)
+        .scalar_subquery()
+    )
+    doc = func.json_build_object(
+        const("mission"),
+        wb.c.mission,
+        const("focus"),
+        wb.c.focus,
+        const("progress"),
+        wb.c.progress,
+        const("progress_note"),
+        wb.c.progress_note,
+        const("updated_at"),
+        wb.c.updated_at,
+        const("blockers"),
+        blockers,
+        const("decisions"),
+        recent(decisions, WhiteboardEntryKind.DECISION.value),
+        const("updates"),
+        recent(updates),
+    )
+    return select(doc).where(wb.c.session_id == session_id).scalar_subquery()
+
+
+def board_of(session_id: uuid.UUID, doc: dict[str, Any]) -> Board:
+    """The `Board` of a document `board_view` read."""
+
+    def when(value: str | None) -> datetime | None:
+        return datetime.fromisoformat(value) if value else None
+
+    def entry(e: dict[str, Any]) -> Entry:
+        created = when(e["created_at"])
+        assert created is not None
+        return Entry(
+            e["id"], WhiteboardEntryKind(e["kind"]), e["text"], e["detail"], e["source"], created
+        )
+
+    def blocker(b: dict[str, Any]) -> Blocker:
+        created = when(b["created_at"])
+        assert created is not None
+        return Blocker(
+            b["id"],
+            b["text"],
+            BlockerStatus(b["status"]),
+            b["resolution"],
+            b["source"],
+            created,
+            when(b["resolved_at"]),
+        )
+
+    updated = when(doc["updated_at"])
+    assert updated is not None
+    return Board(
+        session_id=session_id,
+        mission=doc["mission"],
+        focus=doc["focus"],
+        progress=doc["progress"],
+        progress_note=doc["progress_note"],
+        updated_at=updated,
+        blockers=tuple(blocker(b) for b in doc["blockers"]),
+        decisions=tuple(entry(e) for e in doc["decisions"]),
+        updates=tuple(entry(e) for e in doc["updates"]),
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import jsonschema
@@ -23,11 +24,12 @@ from ..runtime import Runtime
 from ..store import agent_tasks, new_turns, repo
 from ..store.db import transaction
 from ..store.models import AgentTask
+from ..store.step_commit import write_record
+from ..store.step_record_rows import RecordRows, TimelineRow
 from ..streaming import emit_batch_event
 from ..vocabulary import AgentMode, StepKind, TaskStatus, TimelineKind, ToolSeverity
 from .agent_results import CallResult, announce_task, result_text, store_call_result
 from .steps import AgentTaskRef, NextStep, Publish
-from .timeline import note
 
 HOLD_SLACK_S = 60.0
 """A foreground call's tool step stays leased this long past its task's deadline (the
@@ -88,10 +90,24 @@ def start_call(rt: Runtime, call: AgentCall) -> list[Publish]:
         else:
             publish += answered
         task_id, mode = task.id, AgentMode(task.mode)
+        if created:  # the timeline's handoff, with the task
+            write_record(db, turn_id=call.turn_id, rows=_handoff(call, card, task_id, mode))
     if created:
         _started(rt, call, card, task_id, mode)
         announce_task(rt, task)
     return publish
+
+
+def _handoff(call: AgentCall, card: AgentCard, task_id: uuid.UUID, mode: AgentMode) -> RecordRows:
+    data = {
+        "agent": card.name,
+        "kind": card.kind.value,
+        "mode": mode.value,
+        "task_id": str(task_id),
+        "call_id": call.call_id,
+    }
+    row = TimelineRow(TimelineKind.HANDOFF, data, call.model_step_no, datetime.now(UTC))
+    return RecordRows(events=(row,))
 
 
 def _answer_now(db: Db, call: AgentCall, task: AgentTask) -> list[NextStep] | None:
@@ -113,14 +129,6 @@ def _started(
         id=call.call_id, name=call.name, agent=card.name, task_id=str(task_id), mode=mode
     )
     emit_batch_event(rt.redis, call.turn_id, model_step_no=call.model_step_no, event=started)
-    handoff = {
-        "agent": card.name,
-        "kind": card.kind.value,
-        "mode": mode.value,
-        "task_id": str(task_id),
-        "call_id": call.call_id,
-    }
-    note(rt, call.turn_id, TimelineKind.HANDOFF, handoff, step=call.model_step_no)
     if mode == AgentMode.BACKGROUND:
         content = json.dumps({"task_id": str(task_id), "agent": card.name, "status": "working"})
         _emit_result(rt, call, content, is_error=False, stored=True)

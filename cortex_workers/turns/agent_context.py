@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from ..messages import Message, ToolSpec
 from ..runtime import Runtime
 from ..store import agent_tasks
-from ..store.db import Executor
+from ..store.step_views import ModelStepView
 from ..vocabulary import TaskStatus
-from . import agent_hooks
 from .context import as_data
+from .step_plan import StepPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,24 +27,20 @@ class AgentAdditions:
     the user."""
 
 
-def agent_additions(rt: Runtime, db: Executor, turn_id: uuid.UUID) -> AgentAdditions:
-    """Nothing, without a query, where no agent is configured."""
+def agent_additions(rt: Runtime, view: ModelStepView, plan: StepPlan) -> AgentAdditions:
+    """From what the step's claim read: nothing where no agent is configured."""
     if not rt.agents.cards:
         return AgentAdditions([], None, None)
-    found = agent_tasks.turn_agents(db, turn_id)
-    tools = rt.agents.specs(found.agents) if found.agents else []
-    system = (
-        agent_hooks.child_context(db, found.parent_session_id)
-        if found.parent_session_id is not None
-        else None
-    )
+    tools = rt.agents.specs(view.agents) if view.agents else []
     note = None
-    trigger = found.trigger or {}
-    if trigger.get("kind") == "task":
-        task = agent_tasks.ended_task(db, uuid.UUID(trigger["task_id"]))
-        if task is not None:
-            note = Message(role="user", content=task_note(task))
-    return AgentAdditions(tools, system, note)
+    trigger = view.trigger or {}
+    if trigger.get("kind") == "task" and view.task is not None:
+        t = view.task
+        task = agent_tasks.EndedTask(
+            uuid.UUID(t["id"]), t["agent"], TaskStatus(t["status"]), t["result"], t["error"]
+        )
+        note = Message(role="user", content=task_note(task))
+    return AgentAdditions(tools, plan.parent_whiteboard, note)
 
 
 def task_note(task: agent_tasks.EndedTask) -> str:

@@ -7,13 +7,7 @@ from __future__ import annotations
 import uuid
 
 from ..store.db import Executor
-from ..whiteboard import apply_whiteboard_suggestion, whiteboard_summary
-
-
-def child_context(db: Executor, parent_session_id: uuid.UUID) -> str | None:
-    """Text added to a sub-agent's system prompt: its parent session's whiteboard summary,
-    None when the parent has no whiteboard."""
-    return whiteboard_summary(db, parent_session_id)
+from ..whiteboard import apply_whiteboard_suggestion
 
 
 def child_answered(db: Executor, parent_session_id: uuid.UUID, answer: str, *, agent: str) -> str:

@@ -14,16 +14,16 @@ from sqlalchemy.orm import Session as Db
 
 from ..messages import AgentDone, TaskChanged, ToolResultReady
 from ..runtime import Runtime
-from ..store import agent_tasks, repo, tool_results
-from ..store import steps as step_store
-from ..store.db import transaction
+from ..store import agent_tasks, repo
+from ..store.db import Executor, transaction
 from ..store.models import AgentTask
+from ..store.step_commit import StepKey, ToolDone, close_step
+from ..store.step_record_rows import RecordRows
 from ..streaming import emit_batch_event, emit_session_notice
-from ..vocabulary import AgentMode, TaskStatus, ToolSeverity, TurnStatus
+from ..vocabulary import AgentMode, StepKind, TaskStatus, ToolSeverity, TurnStatus
 from . import agent_hooks
 from .follow_up import queue_follow_up
-from .lifecycle import create_model_step
-from .steps import NextStep
+from .steps import NextStep, step_ref
 
 
 def task_event(task: AgentTask) -> TaskChanged:
@@ -70,44 +70,28 @@ class CallResult:
     arguments: dict[str, Any]
 
 
-def store_call_result(db: Db, r: CallResult) -> list[NextStep] | None:
+def store_call_result(db: Executor, r: CallResult) -> list[NextStep] | None:
     """Store an agent call's tool result (fenced by the tool step's attempt) and, when it
-    completes the batch, add the turn's next model step; None when it was not ours to store."""
-    stored = tool_results.store_result(
-        db,
-        tool_results.ToolResult(
-            session_id=r.session_id,
-            tenant_id=r.tenant_id,
-            turn_id=r.turn_id,
-            step_id=r.step_id,
-            attempt=r.attempt,
-            tool_call_id=r.tool_call_id,
-            call_id=r.call_id,
-            name=r.name,
-            content=r.content,
-            is_error=r.is_error,
-            truncated=False,
-            severity=ToolSeverity.ERROR if r.is_error else ToolSeverity.OK,
-            error_kind="agent" if r.is_error else None,
-            latency_ms=0,
-            audit_input={"arguments": r.arguments},
-            audit_output={"chars": len(r.content), "agent": True},
-        ),
+    completes the batch, the turn's next model step, in the one statement a tool step ends
+    with; None when it was not ours to store."""
+    done = ToolDone(
+        tool_call_id=r.tool_call_id,
+        call_id=r.call_id,
+        name=r.name,
+        content=r.content,
+        is_error=r.is_error,
+        truncated=False,
+        severity=ToolSeverity.ERROR if r.is_error else ToolSeverity.OK,
+        error_kind="agent" if r.is_error else None,
+        latency_ms=0,
+        audit_input={"arguments": r.arguments},
+        audit_output={"chars": len(r.content), "agent": True},
     )
-    if not stored:
+    key = StepKey(r.session_id, r.turn_id, r.step_id, r.attempt, r.tenant_id)
+    closed = close_step(db, key, done, RecordRows())
+    if not closed.went:
         return None
-    step = step_store.get_step(db, r.step_id)
-    parent = step.parent_step_id if step is not None and step.parent_step_id else r.step_id
-    batch = tool_results.batch_after(db, parent_step_id=parent, turn_id=r.turn_id)
-    if batch.open == 0 and batch.turn_status == TurnStatus.RUNNING:
-        return create_model_step(
-            db,
-            turn_id=r.turn_id,
-            session_id=r.session_id,
-            step_no=batch.last_step_no + 1,
-            parent_step_id=parent,
-        )
-    return []
+    return step_ref(closed.next_step_id, StepKind.MODEL, turn_id=r.turn_id, session_id=r.session_id)
 
 
 def answer_parent(db: Db, task: AgentTask) -> list[NextStep]:

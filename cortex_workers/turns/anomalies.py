@@ -6,14 +6,13 @@ timeline and in `cortex_anomalies_total{kind}`, each action taken in the timelin
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from ..observability.metrics import count_anomaly, count_recovery
 from ..runtime import Runtime
 from ..vocabulary import AnomalyKind, RecoveryAction, TimelineKind
-from .timeline import note
+from .step_record import StepRecord
 
 log = logging.getLogger(__name__)
 
@@ -25,31 +24,19 @@ def action_of(rt: Runtime, kind: AnomalyKind) -> RecoveryAction:
 
 
 def detected(
-    rt: Runtime,
-    turn_id: uuid.UUID,
-    kind: AnomalyKind,
-    data: Mapping[str, Any],
-    *,
-    step: int | None,
+    rt: Runtime, record: StepRecord, kind: AnomalyKind, data: Mapping[str, Any]
 ) -> RecoveryAction:
-    """Record an anomaly; returns the action configured for its kind."""
+    """Record an anomaly in the step's record; returns the action configured for its kind."""
     action = action_of(rt, kind)
     count_anomaly(kind)
-    log.warning("turn %s: anomaly %s (%s), action %s", turn_id, kind, dict(data), action)
-    note(rt, turn_id, TimelineKind.ANOMALY, {"kind": kind, "action": action, **data}, step=step)
+    log.warning("anomaly %s (%s), action %s", kind, dict(data), action)
+    record.note(TimelineKind.ANOMALY, {"kind": kind, "action": action, **data})
     return action
 
 
-def recovered(
-    rt: Runtime,
-    turn_id: uuid.UUID,
-    action: RecoveryAction,
-    data: Mapping[str, Any],
-    *,
-    step: int | None,
-) -> None:
+def recovered(record: StepRecord, action: RecoveryAction, data: Mapping[str, Any]) -> None:
     """Record a recovery action taken (`continue` is not an action taken: not recorded)."""
     if action == RecoveryAction.CONTINUE:
         return
     count_recovery(action)
-    note(rt, turn_id, TimelineKind.RECOVERY, {"action": action, **data}, step=step)
+    record.note(TimelineKind.RECOVERY, {"action": action, **data})

@@ -21,8 +21,8 @@ from ..providers.limits import Limit, RateLimiter
 from ..runtime import Runtime
 from ..store import repo
 from ..store import usage as usage_store
-from ..store.db import transaction
-from ..store.models import Session
+from ..store.db import autocommit, autocommit_connection
+from ..store.models import Session, Turn
 from ..store.usage import Counter
 from ..vocabulary import BudgetScope, RateLimitKind
 from .spend import limits_for, scope_limits
@@ -66,29 +66,26 @@ class ScopeState:
 
 
 def money_states(rt: Runtime, tenant_id: uuid.UUID, session_id: uuid.UUID) -> list[ScopeState]:
-    """The global and the tenant's daily budget, then the session's tokens."""
+    """The global and the tenant's daily budget, then the session's tokens (one read)."""
     limits = limits_for(rt, tenant_id)
     money, session = scope_limits(rt, tenant_id, session_id, limits)
-    with rt.engine.connect() as conn:
-        return [
-            ScopeState(
-                s.scope,
-                s.limit,
-                usage_store.counter(conn, s.key, s.window.start),
-                s.window.resets_at,
-            )
-            for s in (*money, session)
-        ]
+    scopes = (*money, session)
+    with autocommit_connection(rt.engine) as conn:
+        counters = usage_store.counters(conn, [(s.key, s.window.start) for s in scopes])
+    return [
+        ScopeState(s.scope, s.limit, counters.get(s.key, Counter()), s.window.resets_at)
+        for s in scopes
+    ]
 
 
-def check_budget(rt: Runtime, tenant_id: uuid.UUID, session: Session, content: str) -> None:
+def check_budget(rt: Runtime, session: Session, content: str, states: list[ScopeState]) -> None:
     """`BudgetExhausted` (402) or a `session_token_cap` conflict (409) for a new turn."""
     prompt = (
         session.system_prompt if session.system_prompt is not None else rt.settings.system_prompt
     )
     smallest = (Message(role="system", content=prompt), Message(role="user", content=content))
     estimate = first_call_estimate(rt, session, smallest)
-    for state in money_states(rt, tenant_id, session.id):
+    for state in states:
         if state.limit is None:
             continue
         if state.scope is BudgetScope.SESSION:
@@ -127,17 +124,39 @@ def admit_turn(
     session_id: uuid.UUID,
     content: str,
     user: str | None,
-    idempotency_key: str | None = None,
 ) -> None:
     """Refuse a new turn the budget cannot take, before anything is stored: 402, 409 or 429
-    (see the module). The replay of an Idempotency-Key creates nothing and is not refused."""
-    with transaction(rt.db) as db:
-        if idempotency_key is not None and repo.turn_by_idempotency_key(
-            db, tenant_id, idempotency_key
-        ):
-            return
-        session = repo.get_session(db, session_id, tenant_id=tenant_id)
+    (see the module). With no limit that applies it reads nothing (the tenant's limits are
+    cached per process). Not for the replay of an Idempotency-Key (`replayed`), which creates
+    nothing and is not refused."""
+    limits = limits_for(rt, tenant_id)
+    budgeted = any(
+        x is not None
+        for x in (limits.global_daily_micros, limits.tenant_daily_micros, limits.session_token_cap)
+    )
+    if not budgeted and (not limits.per_user_hourly or user is not None):
+        take_user_turn(rt, tenant_id, user)
+        return
+    money, cap = scope_limits(rt, tenant_id, session_id, limits)
+    scopes = (*money, cap)
+    with autocommit(rt.db) as db:  # one read: the session and its counters
+        session, counters = usage_store.session_and_counters(
+            db, session_id, tenant_id, [(s.key, s.window.start) for s in scopes]
+        )
     if session is None:
         raise NotFound(f"session {session_id} not found")
-    check_budget(rt, tenant_id, session, content)
+    if budgeted:
+        states = [
+            ScopeState(s.scope, s.limit, counters.get(s.key, Counter()), s.window.resets_at)
+            for s in scopes
+        ]
+        check_budget(rt, session, content, states)
     take_user_turn(rt, tenant_id, user if user is not None else session.user)
+
+
+def replayed(rt: Runtime, tenant_id: uuid.UUID, idempotency_key: str | None) -> Turn | None:
+    """The turn an Idempotency-Key already names (one read; none without a key)."""
+    if idempotency_key is None:
+        return None
+    with autocommit(rt.db) as db:
+        return repo.turn_by_idempotency_key(db, tenant_id, idempotency_key)

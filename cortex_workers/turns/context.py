@@ -16,8 +16,10 @@ from ..store.claims import Claim
 from ..store.db import Executor
 from ..store.step_views import HistoryEntry, ModelStepView
 from ..vocabulary import LlmMode
-from ..whiteboard import offered_to, whiteboard_summary
+from ..whiteboard import offered_to
+from . import step_plan
 from .modes import mode_in_force, route_spec
+from .step_plan import StepPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,24 +145,29 @@ def system_messages(system_prompt: str, summary: str, *, tools: bool = False) ->
 def load_model_context(
     rt: Runtime, db: Executor, claim: Claim, view: ModelStepView | None = None
 ) -> ModelContext:
-    """`view`: what `store.claims.claim_model_step` read with the claim (read here when not
-    given)."""
+    """The context of a step as it is now (`view` read when not given): what a model step
+    would see, for inspection."""
     if view is None:
-        view = claims.model_step_view(db, claim.step_id, window=rt.settings.history_window)
+        plan_switches = step_plan.switches(rt)
+        view = claims.model_step_view(db, claim.step_id, **plan_switches)
+    return model_context(rt, claim, view, step_plan.resolve(rt, view))
+
+
+def model_context(rt: Runtime, claim: Claim, view: ModelStepView, plan: StepPlan) -> ModelContext:
+    """What a model step sends, from what its claim read and its plan (no I/O)."""
     from .agent_context import agent_additions  # it builds on this module's helpers
 
     rows = [_Seen.of(m) for m in view.history]
     system_prompt = (
         view.system_prompt if view.system_prompt is not None else rt.settings.system_prompt
     )
-    agents = agent_additions(rt, db, claim.turn_id)  # agent tools, a follow-up's task
-    board = whiteboard_summary(db, view.session_id)
+    agents = agent_additions(rt, view, plan)  # agent tools, a follow-up's task
     offered = rt.tools.names() if view.tools is None else view.tools
-    tools = _tool_specs(rt, offered_to(offered, has_whiteboard=board is not None))
+    tools = _tool_specs(rt, offered_to(offered, has_whiteboard=plan.whiteboard is not None))
     tools += agents.tools
     messages = system_messages(system_prompt, view.summary, tools=bool(tools))
-    if board is not None:  # the coordinator's whiteboard, as it is at this step
-        messages.append(Message(role="system", content=board))
+    if plan.whiteboard is not None:  # the coordinator's whiteboard, as it is at this step
+        messages.append(Message(role="system", content=plan.whiteboard))
     if agents.system is not None:  # a sub-agent's view of its parent (its whiteboard)
         messages.append(Message(role="system", content=agents.system))
     messages += coherent([to_message(r) for r in rows])

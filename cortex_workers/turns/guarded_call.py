@@ -12,8 +12,6 @@ from ..privacy import PrivacyPolicy, Redacted, redact_messages
 from ..providers.registry import Route
 from ..routing import RouteDecision, RouteSpec
 from ..runtime import Runtime
-from ..store import step_route
-from ..store.db import transaction
 from ..store.steps import Claim
 from ..vocabulary import LlmMode, ModelTier, TimelineKind
 from .context import ModelContext
@@ -21,7 +19,7 @@ from .frugal import fast_route, with_note
 from .modes import LOCAL_ONLY_CODE, local_providers, provider_is_local
 from .route_choice import decide_route, routes_of
 from .routing import pick_route
-from .timeline import notes
+from .step_record import StepRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,17 +126,19 @@ def preview_call(
     )
 
 
-def plan_call(rt: Runtime, claim: Claim, ctx: ModelContext, request: ModelRequest) -> CallPlan:
-    """Route, then redact (fail closed: `RedactionFailed` means nothing may be sent), and
-    record the decision and the counts on the step. Raises `TerminalError`s: `no_route`,
+def plan_call(
+    rt: Runtime, claim: Claim, ctx: ModelContext, request: ModelRequest, record: StepRecord
+) -> CallPlan:
+    """Route, then redact (fail closed: `RedactionFailed` means nothing may be sent); the
+    decision and the counts go into the step's record. Raises `TerminalError`s: `no_route`,
     `local_only`, `redaction_failed`."""
     plan = preview_call(rt, ctx, request, attempt=claim.attempt)
-    record(rt, claim, plan)
-    note_plan(rt, claim, plan)
+    record.routed(route_record(plan), plan.redactions)
+    note_plan(record, claim, plan)
     return plan
 
 
-def note_plan(rt: Runtime, claim: Claim, plan: CallPlan) -> None:
+def note_plan(record: StepRecord, claim: Claim, plan: CallPlan) -> None:
     """The timeline's `route` event (and `fallback` when the route is not the first choice,
     `redaction` when something was replaced)."""
     route = plan.route
@@ -151,7 +151,8 @@ def note_plan(rt: Runtime, claim: Claim, plan: CallPlan) -> None:
         events.append((TimelineKind.FALLBACK, {**chosen, "from": route.fallback_from}))
     if plan.redactions:
         events.append((TimelineKind.REDACTION, {"counts": plan.redactions, **chosen}))
-    notes(rt, claim.turn_id, events, step=claim.step_no)
+    for kind, data in events:
+        record.note(kind, data)
 
 
 def route_record(plan: CallPlan) -> dict[str, object] | None:
@@ -168,18 +169,6 @@ def route_record(plan: CallPlan) -> dict[str, object] | None:
         "rejected": [],
         "fallbacks": [{"provider": plan.full.provider, "model": plan.full.model, "tier": None}],
     }
-
-
-def record(rt: Runtime, claim: Claim, plan: CallPlan, **extra: object) -> None:
-    route = route_record(plan)
-    if route is not None:
-        route.update(extra)
-    if route is None and plan.redactions is None:
-        return
-    with transaction(rt.db) as db:
-        step_route.record_route(
-            db, claim.step_id, claim.attempt, route=route, redactions=plan.redactions
-        )
 
 
 def rerouted(plan: CallPlan, route: Route, request: ModelRequest) -> CallPlan:

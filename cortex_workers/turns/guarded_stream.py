@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import redis
 
@@ -23,15 +24,14 @@ from ..privacy import Restorer, restore_text, restore_value
 from ..providers.latency import record_latency
 from ..providers.registry import Route
 from ..runtime import Runtime
-from ..store.db import transaction
-from ..store.steps import Claim
-from . import spend
-from .context import ModelContext
-from .finish import ModelCallInput, ModelCallOutput, record_model_call
+from ..store.step_record_rows import AuditRow
+from ..vocabulary import DecisionKind
 from .frugal import MARKER, MarkerFilter, escalation_reason
-from .guarded_call import CallPlan, record
+from .guarded_call import CallPlan, route_record
+from .guards.budget import Admitted
 from .observe import model_call
 from .routing import provider_for
+from .step_record import StepRecord
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +116,18 @@ def call_provider(
     return _restored(completion, mapping)
 
 
+class Funds(Protocol):
+    """The step's budget, for a second call of the attempt (frugal's escalation)."""
+
+    def more(self, route: Route, request: ModelRequest) -> Admitted | None:
+        """Hold the second call; None when the budget cannot take it."""
+
+    def paid(self, admitted: Admitted, answered: tuple[Completion, Route] | None) -> None:
+        """Record what the call cost (None: it did not finish)."""
+
+
 def stream_answer(
-    rt: Runtime, claim: Claim, ctx: ModelContext, plan: CallPlan, sink: Sink
+    rt: Runtime, plan: CallPlan, sink: Sink, *, record: StepRecord, funds: Funds
 ) -> Answered:
     """The plan's call; in frugal mode, the escalation to the full model when needed."""
     if plan.full is None or plan.full_request is None:
@@ -128,52 +138,52 @@ def stream_answer(
     why = escalation_reason(fast, marker.seen)
     if why is None:
         return Answered(fast, plan.route)
-    extra = spend.reserve_more(rt, claim, ctx, plan.full, plan.full_request)
+    extra = funds.more(plan.full, plan.full_request)
     if extra is None:  # the budget cannot take a second call: the fast answer stands
         refused = WarningEvent(
             ESCALATION_REFUSED, "frugal: no budget left to redo the answer on the full model"
         )
         return Answered(replace(fast, warnings=[*fast.warnings, refused]), plan.route)
     sink.restart()
-    _record_escalation(rt, claim, ctx, plan, fast, why)
-    with spend.settling(rt, extra) as bill:
+    _record_escalation(rt, plan, fast, why, record)
+    answered: tuple[Completion, Route] | None = None
+    try:
         full = call_provider(rt, plan.full, plan.full_request, plan.restore, sink)
-        bill.paid(full, plan.full)
+        answered = (full, plan.full)
+    finally:
+        funds.paid(extra, answered)
     return Answered(full, plan.full, why, billed=fast, billed_route=plan.route)
 
 
 def _record_escalation(
-    rt: Runtime, claim: Claim, ctx: ModelContext, plan: CallPlan, fast: Completion, why: str
+    rt: Runtime, plan: CallPlan, fast: Completion, why: str, record: StepRecord
 ) -> None:
     """The fast call's audit row (its tokens were spent too) and the escalation on the step."""
     assert plan.full is not None
     price = rt.providers.price(plan.route.provider, plan.route.model)
-    with transaction(rt.db) as db:
-        record_model_call(
-            db,
-            claim,
-            ctx,
-            plan.route,
-            input=ModelCallInput(
-                messages=len(plan.request.messages), tools=[t.name for t in plan.request.tools]
-            ),
-            output=ModelCallOutput(
-                text_chars=len(fast.text),
-                tool_calls=len(fast.tool_calls),
-                input_tokens=fast.input_tokens,
-                output_tokens=fast.output_tokens,
-            ),
+    record.audit(
+        AuditRow(
+            DecisionKind.MODEL,
+            f"{plan.route.provider}:{plan.route.model}",
+            input={
+                "messages": len(plan.request.messages),
+                "tools": [t.name for t in plan.request.tools],
+            },
+            output={
+                "text_chars": len(fast.text),
+                "tool_calls": len(fast.tool_calls),
+                "input_tokens": fast.input_tokens,
+                "output_tokens": fast.output_tokens,
+            },
         )
-    record(
-        rt,
-        claim,
-        plan,
-        escalation={
-            "from": f"{plan.route.provider}:{plan.route.model}",
-            "to": f"{plan.full.provider}:{plan.full.model}",
-            "why": why,
-            "fast_input_tokens": fast.input_tokens,
-            "fast_output_tokens": fast.output_tokens,
-            "fast_cost_usd": price.cost(fast.input_tokens, fast.output_tokens),
-        },
     )
+    route = route_record(plan) or {}
+    route["escalation"] = {
+        "from": f"{plan.route.provider}:{plan.route.model}",
+        "to": f"{plan.full.provider}:{plan.full.model}",
+        "why": why,
+        "fast_input_tokens": fast.input_tokens,
+        "fast_output_tokens": fast.output_tokens,
+        "fast_cost_usd": price.cost(fast.input_tokens, fast.output_tokens),
+    }
+    record.routed(route, plan.redactions)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.orm import Session as Db
@@ -14,10 +15,12 @@ from sqlalchemy.orm import Session as Db
 from ..messages import StepRestart, TurnDone, TurnError, Usage
 from ..observability.metrics import observe_turn_finished
 from ..runtime import Runtime
-from ..store import repo, timeline
+from ..store import repo
 from ..store import steps as step_store
 from ..store.db import transaction
 from ..store.models import Turn
+from ..store.step_commit import write_record
+from ..store.step_record_rows import RecordRows, TimelineRow
 from ..streaming import cancel_key, emit_terminal
 from ..vocabulary import ACTIVE_TURN_STATUSES, StepKind, TimelineKind, TurnStatus
 from .steps import NextStep, step_ref
@@ -173,8 +176,10 @@ def fail_turn(
         if failed_step_id is not None and turn.status == TurnStatus.RUNNING:
             step_store.fail_step(db, failed_step_id, error={"code": code, "message": message})
         if turn.status in ACTIVE_TURN_STATUSES:
-            failure = {"code": code, "message": message}
-            timeline.record(db, turn_id, TimelineKind.FAILURE, failure, step=None)
+            failure = TimelineRow(
+                TimelineKind.FAILURE, {"code": code, "message": message}, None, datetime.now(UTC)
+            )
+            write_record(db, turn_id=turn_id, rows=RecordRows(events=(failure,)))
         return end_turn(
             rt,
             db,

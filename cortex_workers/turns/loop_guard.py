@@ -4,16 +4,13 @@ of one model step run at once (the others wait). See docs/checkpoints.md."""
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..messages import Message
 from ..recovery_settings import RecoverySettings
 from ..runtime import Runtime
-from ..store import tool_guard
-from ..store.db import autocommit_connection
-from ..store.steps import Claim
+from ..store.step_views import ToolStepView
 from ..tools import ToolOutcome
 from ..vocabulary import AnomalyKind, ToolSeverity
 from .context import ModelContext
@@ -51,26 +48,11 @@ def _refused(text: str) -> ToolOutcome:
     )
 
 
-def judge(
-    rt: Runtime,
-    claim: Claim,
-    *,
-    session_id: uuid.UUID,
-    name: str,
-    arguments: dict[str, Any],
-) -> Verdict:
-    """The guards' verdict on a tool call, from what came before it in the turn."""
+def judge(rt: Runtime, seen: ToolStepView) -> Verdict:
+    """The guards' verdict on a tool call, from what came before it in the turn (read with
+    the step's claim)."""
     cfg = rt.settings.recovery
-    with autocommit_connection(rt.engine) as db:  # one statement
-        seen = tool_guard.earlier(
-            db,
-            turn_id=claim.turn_id,
-            session_id=session_id,
-            step_no=claim.step_no,
-            parent_step_id=claim.parent_step_id,
-            name=name,
-            arguments=arguments,
-        )
+    name, arguments = seen.name, seen.arguments
     if cfg.max_parallel_tools is not None and seen.open_siblings >= cfg.max_parallel_tools:
         return Verdict(wait=True)
     if seen.same_arguments >= cfg.repeat_limit:
@@ -91,18 +73,21 @@ def judge(
     return Verdict()
 
 
-def offered(rt: Runtime, ctx: ModelContext) -> ModelContext:
+def offered(
+    rt: Runtime,
+    ctx: ModelContext,
+    *,
+    metadata: dict[str, Any] | None,
+    counts: dict[str, int] | None,
+) -> ModelContext:
     """The context without the tools that reached their limit in this turn, and a note to the
-    model saying why they are gone."""
+    model saying why they are gone (`counts`: the turn's calls per tool, read with the claim
+    when a limit may apply)."""
     cfg: RecoverySettings = rt.settings.recovery
-    if not ctx.tools:
+    if not ctx.tools or counts is None:
         return ctx
-    with autocommit_connection(rt.engine) as db:
-        meta = tool_guard.session_metadata(db, ctx.session_id)
-        own = session_limits(meta)
-        if cfg.tool_call_limit is None and not cfg.tool_call_limits and not own:
-            return ctx
-        used = tool_guard.calls_per_tool(db, ctx.turn_id)
+    own = session_limits(metadata)
+    used = counts
     spent = {
         t.name: limit
         for t in ctx.tools

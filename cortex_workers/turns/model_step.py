@@ -1,4 +1,7 @@
-"""A model step: claim, read context, stream the completion, store it, decide what comes next."""
+"""A model step, top to bottom: claim (one statement, with what the step plan is resolved
+from), build the context, route and guard the call, reserve where a limit applies, stream the
+completion, review it, and end with one statement (`turns.outcome`) that writes the result and
+everything the step learned on the way (`turns.step_record`)."""
 
 from __future__ import annotations
 
@@ -17,31 +20,32 @@ from ..messages import (
     StepRestart,
     Token,
     ToolCallRequested,
+    ToolResultReady,
 )
 from ..observability.metrics import count_llm_retry, count_rate_limit_deferral
 from ..observability.tracing import record_error
 from ..providers.registry import Route
 from ..runtime import Runtime, get_runtime
 from ..store import steps as step_store
-from ..store import tool_calls
-from ..store.db import autocommit, autocommit_connection, transaction
+from ..store.db import autocommit_connection
+from ..store.step_record_rows import AuditRow
 from ..store.steps import Claim
 from ..streaming import StepStream, emit_batch_event, tool_results_emitted
-from ..vocabulary import StepKind, TimelineKind, ToolCallStatus
-from . import recovery, spend
-from .context import ModelContext, load_model_context
-from .events import tool_result_of
-from .finish import commit_completion, record_model_call
+from ..vocabulary import DecisionKind, StepKind, TimelineKind, ToolCallStatus, ToolSeverity
+from . import recovery, step_plan
+from .context import ModelContext, model_context
 from .guarded_call import CallPlan, plan_call, rerouted
 from .guarded_stream import Answered, Sink, stream_answer
+from .guards import budget
 from .leases import Lease, keeper
-from .lifecycle import announce, fail_turn
 from .liveness import holder
 from .loop_guard import offered
 from .observe import StepOutcome, count_step, step_scope
+from .outcome import Abandon, Commit, Defer, Fail, Outcome, Retry, close_model_step
 from .routing import record_output_tokens, take_rate_limit
+from .step_plan import StepPlan
+from .step_record import StepRecord
 from .steps import NextStep
-from .timeline import note
 
 log = logging.getLogger(__name__)
 
@@ -66,28 +70,31 @@ def _check(lease: Lease) -> None:
 def run_model_step(step_id: uuid.UUID) -> list[NextStep]:
     """Run one delivery of a model step; returns the steps to publish next."""
     rt = get_runtime()
-    me = holder(rt)
-    with autocommit_connection(rt.engine) as db:  # the claim and its context: one statement
+    with autocommit_connection(rt.engine) as db:  # the claim and all it reads: one statement
         claimed = step_store.claim_model_step(
-            db, step_id, lease_s=rt.settings.lease_s, window=rt.settings.history_window, holder=me
+            db, step_id, lease_s=rt.settings.lease_s, holder=holder(rt), **step_plan.switches(rt)
         )
-        if claimed is None:
-            count_step(StepKind.MODEL, StepOutcome.DUPLICATE)
-            return []  # a duplicate delivery, or the turn has ended
-        claim, view = claimed
-        ctx = load_model_context(rt, db, claim, view)
-    ctx = offered(rt, ctx)  # without the tools past their limit in this turn
+    if claimed is None:
+        count_step(StepKind.MODEL, StepOutcome.DUPLICATE)
+        return []  # a duplicate delivery, or the turn has ended
+    claim, view = claimed
+    plan = step_plan.resolve(rt, view)
+    ctx = model_context(rt, claim, view, plan)
+    ctx = offered(rt, ctx, metadata=view.session_metadata, counts=plan.tool_counts)
+    record = StepRecord(claim.step_no)
     with (
         step_scope(claim, session_id=view.session_id),
         keeper(rt).hold(claim.step_id, claim.attempt, watch_turn=claim.turn_id) as lease,
     ):
-        return _run_claimed(rt, claim, ctx, lease)
+        outcome = _run(rt, claim, ctx, plan, record, lease)
+        return close_model_step(rt, claim, ctx, plan, record, outcome)
 
 
-def _run_claimed(rt: Runtime, claim: Claim, ctx: ModelContext, lease: Lease) -> list[NextStep]:
-    """Route the step, wait out a rate limit, stream the completion (past the depth cap, the
-    notice instead), then store it and decide what comes next."""
-    depth_exceeded = ctx.depth > rt.settings.max_depth
+def _run(
+    rt: Runtime, claim: Claim, ctx: ModelContext, plan: StepPlan, record: StepRecord, lease: Lease
+) -> Outcome:
+    """Route the step, wait out a rate limit, reserve, stream the completion (past the depth
+    cap, the notice instead), review it: how the step ends."""
     route = Route(ctx.provider, ctx.model)
     request = ModelRequest(
         model=route.model,
@@ -98,98 +105,135 @@ def _run_claimed(rt: Runtime, claim: Claim, ctx: ModelContext, lease: Lease) -> 
         call_index=claim.call_index or 0,
         attempt=claim.attempt,
     )
-    admitted: spend.Admitted | None = None
-    plan: CallPlan | None = None
-    if not depth_exceeded:
-        try:  # the route, the mode and redaction (which fails closed: nothing is sent)
-            plan = plan_call(rt, claim, ctx, request)
-        except Exception as exc:
-            return _on_failure(rt, claim, ctx, route, exc)
-        route, request = plan.route, plan.request
-        deferred = _defer_if_rate_limited(rt, claim, route, request)
-        if deferred is not None:
-            return deferred
-        outcome = spend.admit(rt, claim, ctx, route, request)  # reserve its maximum cost
-        if isinstance(outcome, list):
-            return outcome  # no budget: it waits, or the turn ended
-        admitted = outcome
-        route, request = admitted.route, admitted.request
-    stream = _open_stream(rt, claim, ctx)
+    if ctx.depth > rt.settings.max_depth:
+        return _depth_notice(rt, claim, ctx, plan, record, route)
+    try:  # the route, the mode and redaction (which fails closed: nothing is sent)
+        call = plan_call(rt, claim, ctx, request, record)
+    except Exception as exc:
+        return _on_failure(rt, claim, ctx, record, route, exc)
+    route, request = call.route, call.request
+    if (wait := _rate_limited(rt, claim, record, route, request)) is not None:
+        return wait
+    caller = budget.Caller(claim, ctx.tenant_id, ctx.session_id, plan.user)
+    admitted = budget.admit(rt, caller, plan.budget, route, request, record)
+    if isinstance(admitted, budget.Exhausted):
+        count_step(StepKind.MODEL, StepOutcome.FAILED)
+        return Fail(admitted.code, admitted.message)
+    call = rerouted(call, admitted.route, admitted.request)  # the budget may send it elsewhere
+    stream = _open_stream(rt, claim, ctx, plan)
     started = time.monotonic()
     try:
-        if admitted is None:
-            completion = _stream_text(stream, claim, DEPTH_NOTICE.format(cap=rt.settings.max_depth))
-        else:
-            assert plan is not None
-            plan = rerouted(plan, route, request)  # the budget may have sent it elsewhere
-            with spend.settling(rt, admitted) as bill:  # at its real cost, or the reserved one
-                answered = _stream_completion(rt, claim, ctx, plan, stream, lease)
-                completion, route = answered.completion, answered.route
-                bill.paid(*answered.first_call)
+        answered = _paid(rt, caller, plan, record, admitted, call, stream, lease)
     except Interrupted:
-        return []
+        return Abandon()
     except Exception as exc:
-        return _on_failure(rt, claim, ctx, route, exc)
-    if not depth_exceeded:
-        rt.health.record_success(route.provider)
-        record_output_tokens(rt, route, completion.output_tokens)
+        return _on_failure(rt, claim, ctx, record, admitted.route, exc)
+    completion, route = answered.completion, answered.route
+    rt.health.record_success(route.provider)
+    record_output_tokens(rt, route, completion.output_tokens)
     latency_ms = int((time.monotonic() - started) * 1000)
-    answer = _answer(rt, route, completion, latency_ms, admitted)
-    if (recovered := _review(rt, claim, ctx, answer, depth_exceeded)) is not None:
+    reserved = admitted.hold.amount_micros
+    if recovered := _review(rt, claim, ctx, plan, record, completion, route, latency_ms, reserved):
         return recovered  # retried, fell back, rolled back or failed: this answer is void
     if not _emit_answer(stream, claim, completion):
-        return []
-    count_step(StepKind.MODEL, StepOutcome.DONE)
-    return commit_completion(
-        rt, claim, ctx, route, completion, latency_ms=latency_ms, depth_exceeded=depth_exceeded
-    )
+        return Abandon()
+    return Commit(completion, route, latency_ms)
 
 
-def _answer(
+def _paid(
     rt: Runtime,
-    route: Route,
-    completion: Completion,
-    latency_ms: int,
-    admitted: spend.Admitted | None,
-) -> recovery.Answer:
-    """The answer as the anomaly detectors see it: its cost against the reserved estimate."""
-    price = rt.providers.price(route.provider, route.model)
-    cost = round(price.cost(completion.input_tokens, completion.output_tokens) * 1e6)
-    reserved = admitted.held.amount_micros if admitted is not None else None
-    return recovery.Answer(route, completion, latency_ms, reserved, cost)
+    caller: budget.Caller,
+    plan: StepPlan,
+    record: StepRecord,
+    admitted: budget.Admitted,
+    call: CallPlan,
+    stream: StepStream,
+    lease: Lease,
+) -> Answered:
+    """The call streamed, its spend recorded whatever happens: its real cost when it
+    answered, else what it held (the provider may have billed it)."""
+    first: tuple[Completion, Route] | None = None
+    funds = _Funds(rt, caller, plan, record)
+    try:
+        answered = _stream_completion(rt, caller.claim, call, stream, lease, record, funds)
+        first = answered.first_call
+    finally:
+        budget.spent(rt, caller, plan.budget, admitted, record, first)
+    return answered
+
+
+class _Funds:
+    """The step's budget for frugal's second call (`guarded_stream.Funds`)."""
+
+    def __init__(
+        self, rt: Runtime, caller: budget.Caller, plan: StepPlan, record: StepRecord
+    ) -> None:
+        self.rt, self.caller, self.plan, self.record = rt, caller, plan, record
+
+    def more(self, route: Route, request: ModelRequest) -> budget.Admitted | None:
+        held = budget.hold(
+            self.rt, self.caller, self.plan.budget, route, request, self.record, call_no=1
+        )
+        return budget.Admitted(route, request, held, 1) if isinstance(held, budget.Hold) else None
+
+    def paid(self, admitted: budget.Admitted, answered: tuple[Completion, Route] | None) -> None:
+        budget.spent(self.rt, self.caller, self.plan.budget, admitted, self.record, answered)
+
+
+def _depth_notice(
+    rt: Runtime, claim: Claim, ctx: ModelContext, plan: StepPlan, record: StepRecord, route: Route
+) -> Outcome:
+    """Past the depth cap: a visible notice instead of a call, and the turn fails."""
+    stream = _open_stream(rt, claim, ctx, plan)
+    text = DEPTH_NOTICE.format(cap=rt.settings.max_depth)
+    stream.emit(Token(text=text, step=claim.step_no))
+    completion = Completion(text=text)
+    found = recovery.findings(
+        rt, recovery.Answer(route, completion, 0, None, None), depth_exceeded=True
+    )
+    outcome = recovery.respond(rt, claim, ctx, record, found, retried=plan.retried)
+    if outcome is not None:
+        return outcome
+    if not _emit_answer(stream, claim, completion):
+        return Abandon()
+    return Commit(completion, route, 0, depth_exceeded=True)
 
 
 def _review(
-    rt: Runtime, claim: Claim, ctx: ModelContext, answer: recovery.Answer, depth_exceeded: bool
-) -> list[NextStep] | None:
+    rt: Runtime,
+    claim: Claim,
+    ctx: ModelContext,
+    plan: StepPlan,
+    record: StepRecord,
+    completion: Completion,
+    route: Route,
+    latency_ms: int,
+    reserved: int,
+) -> Outcome | None:
     """The anomaly detectors on the answer, and the recovery they call for (None: go on)."""
-    found = recovery.findings(rt, answer, depth_exceeded=depth_exceeded)
-    return recovery.respond(rt, claim, ctx, found)
+    price = rt.providers.price(route.provider, route.model)
+    cost = round(price.cost(completion.input_tokens, completion.output_tokens) * 1e6)
+    answer = recovery.Answer(route, completion, latency_ms, reserved, cost)
+    found = recovery.findings(rt, answer, depth_exceeded=False)
+    return recovery.respond(rt, claim, ctx, record, found, retried=plan.retried)
 
 
-def _defer_if_rate_limited(
-    rt: Runtime, claim: Claim, route: Route, request: ModelRequest
-) -> list[NextStep] | None:
+def _rate_limited(
+    rt: Runtime, claim: Claim, record: StepRecord, route: Route, request: ModelRequest
+) -> Defer | None:
     """None to go ahead; else the step waits out the rate limit (nothing was streamed: this
-    attempt does not count) and this is what to publish."""
+    attempt does not count)."""
     decision = take_rate_limit(rt, route, request)
     if decision.defer_s is None:
         return None
     count_rate_limit_deferral(decision.scope)
-    count_step(StepKind.MODEL, StepOutcome.DEFERRED)
     waited = {"scope": str(decision.scope), "defer_s": round(decision.defer_s, 3)}
     where = {"provider": route.provider, "model": route.model}
-    note(rt, claim.turn_id, TimelineKind.RATE_LIMITED, {**waited, **where}, step=claim.step_no)
-    with transaction(rt.db) as db:
-        deferred = step_store.defer_step(db, claim.step_id, claim.attempt, delay_s=decision.defer_s)
-    if not deferred:
-        return []
-    return [
-        NextStep(claim.step_id, StepKind.MODEL, countdown=decision.defer_s, turn_id=claim.turn_id)
-    ]
+    record.note(TimelineKind.RATE_LIMITED, {**waited, **where}, ending=True)
+    return Defer(decision.defer_s)
 
 
-def _open_stream(rt: Runtime, claim: Claim, ctx: ModelContext) -> StepStream:
+def _open_stream(rt: Runtime, claim: Claim, ctx: ModelContext, plan: StepPlan) -> StepStream:
     """This attempt's writer; a retry first tells clients to drop the earlier attempt's text,
     and a step after a tool batch first repairs the batch's lost results."""
     stream = StepStream(
@@ -202,28 +246,29 @@ def _open_stream(rt: Runtime, claim: Claim, ctx: ModelContext) -> StepStream:
     )
     if claim.attempt > 1:
         stream.emit(StepRestart(step=claim.step_no, attempt=claim.attempt))
-    if ctx.parent_step_no is not None:
-        _repair_tool_results(rt, ctx, claim)
+    if ctx.parent_step_no is not None and plan.batch:
+        _repair_tool_results(rt, ctx, plan)
     return stream
 
 
-def _on_failure(
-    rt: Runtime, claim: Claim, ctx: ModelContext, route: Route, exc: Exception
-) -> list[NextStep]:
-    """A provider error fails the turn or retries the step; anything else (a bug or an
-    unclassified SDK error) is retried, then visible."""
-    record_error(get_current_span(), exc)  # the step's span
-    if isinstance(exc, RetryableError | TerminalError):
-        exc.message = rt.providers.redact(exc.message)
-        if isinstance(exc, TerminalError):
-            return _fail(rt, claim, ctx, route, exc)
-        rt.health.record_failure(route.provider, exc.message)
-        return _retry_or_fail(rt, claim, ctx, route, exc)
-    log.exception("model step %s failed unexpectedly", claim.step_id, exc_info=exc)
-    wrapped = RetryableError(
-        f"internal error in model step: {type(exc).__name__}: {exc}", code="internal_error"
-    )
-    return _retry_or_fail(rt, claim, ctx, route, wrapped)
+def _repair_tool_results(rt: Runtime, ctx: ModelContext, plan: StepPlan) -> None:
+    """Re-emit tool results whose event was lost (a tool worker died after its commit): the
+    batch's results were read with the claim."""
+    assert ctx.parent_step_no is not None
+    seen = tool_results_emitted(rt.redis, ctx.turn_id, model_step_no=ctx.parent_step_no)
+    for call in plan.batch:
+        if call["call_id"] in seen or call["status"] != ToolCallStatus.DONE:
+            continue
+        event = ToolResultReady(
+            id=call["call_id"],
+            name=call["name"],
+            is_error=call["is_error"],
+            content=call["result"] or "",
+            truncated=call["truncated"],
+            severity=ToolSeverity(call["severity"]),
+            error=call["error_kind"],
+        )
+        emit_batch_event(rt.redis, ctx.turn_id, model_step_no=ctx.parent_step_no, event=event)
 
 
 def _emit_answer(stream: StepStream, claim: Claim, completion: Completion) -> bool:
@@ -235,13 +280,14 @@ def _emit_answer(stream: StepStream, claim: Claim, completion: Completion) -> bo
     return stream.flush()
 
 
-def _stream_text(stream: StepStream, claim: Claim, text: str) -> Completion:
-    stream.emit(Token(text=text, step=claim.step_no))
-    return Completion(text=text)
-
-
 def _stream_completion(
-    rt: Runtime, claim: Claim, ctx: ModelContext, plan: CallPlan, stream: StepStream, lease: Lease
+    rt: Runtime,
+    claim: Claim,
+    call: CallPlan,
+    stream: StepStream,
+    lease: Lease,
+    record: StepRecord,
+    funds: _Funds,
 ) -> Answered:
     def emit(text: str) -> None:
         if not stream.emit(Token(text=text, step=claim.step_no)):
@@ -250,32 +296,30 @@ def _stream_completion(
     def restart() -> None:  # frugal's escalation withdraws the fast model's text
         stream.emit(StepRestart(step=claim.step_no, attempt=claim.attempt))
 
-    return stream_answer(rt, claim, ctx, plan, Sink(emit, lambda: _check(lease), restart))
+    sink = Sink(emit, lambda: _check(lease), restart)
+    return stream_answer(rt, call, sink, record=record, funds=funds)
 
 
-def _repair_tool_results(rt: Runtime, ctx: ModelContext, claim: Claim) -> None:
-    """Re-emit tool results whose event was lost (a tool worker died after its commit)."""
-    assert ctx.parent_step_no is not None and claim.parent_step_id is not None
-    seen = tool_results_emitted(rt.redis, ctx.turn_id, model_step_no=ctx.parent_step_no)
-    with autocommit(rt.db) as db:  # one read
-        calls = tool_calls.of_step(db, claim.parent_step_id)
-    for call in calls:
-        if call.call_id not in seen and call.status == ToolCallStatus.DONE:
-            emit_batch_event(
-                rt.redis, ctx.turn_id, model_step_no=ctx.parent_step_no, event=tool_result_of(call)
-            )
-
-
-def _fail(
-    rt: Runtime, claim: Claim, ctx: ModelContext, route: Route, exc: TerminalError
-) -> list[NextStep]:
-    _audit_failure(rt, claim, ctx, route, exc)
-    count_step(StepKind.MODEL, StepOutcome.FAILED)
-    ended, publish = fail_turn(
-        rt, turn_id=claim.turn_id, code=exc.code, message=exc.message, failed_step_id=claim.step_id
+def _on_failure(
+    rt: Runtime, claim: Claim, ctx: ModelContext, record: StepRecord, route: Route, exc: Exception
+) -> Outcome:
+    """A provider error fails the turn or retries the step; anything else (a bug or an
+    unclassified SDK error) is retried, then visible."""
+    record_error(get_current_span(), exc)  # the step's span
+    if isinstance(exc, RetryableError | TerminalError):
+        exc.message = rt.providers.redact(exc.message)
+        _audit_failure(record, route, exc)
+        if isinstance(exc, TerminalError):
+            count_step(StepKind.MODEL, StepOutcome.FAILED)
+            return Fail(exc.code, exc.message)
+        rt.health.record_failure(route.provider, exc.message)
+        return _retry_or_fail(rt, claim, record, route, exc)
+    log.exception("model step %s failed unexpectedly", claim.step_id, exc_info=exc)
+    wrapped = RetryableError(
+        f"internal error in model step: {type(exc).__name__}: {exc}", code="internal_error"
     )
-    announce(rt, ended)
-    return publish
+    _audit_failure(record, route, wrapped)
+    return _retry_or_fail(rt, claim, record, route, wrapped)
 
 
 def backoff(attempt: int, *, base: float, cap: float, retry_after: float | None) -> float:
@@ -285,10 +329,9 @@ def backoff(attempt: int, *, base: float, cap: float, retry_after: float | None)
 
 
 def _retry_or_fail(
-    rt: Runtime, claim: Claim, ctx: ModelContext, route: Route, exc: RetryableError
-) -> list[NextStep]:
-    _audit_failure(rt, claim, ctx, route, exc)
-    error = {
+    rt: Runtime, claim: Claim, record: StepRecord, route: Route, exc: RetryableError
+) -> Outcome:
+    error: dict[str, object] = {
         "code": exc.code,
         "message": exc.message,
         "attempt": claim.attempt,
@@ -297,15 +340,7 @@ def _retry_or_fail(
     }
     if claim.attempt >= rt.settings.max_attempts:
         count_step(StepKind.MODEL, StepOutcome.FAILED)
-        ended, publish = fail_turn(
-            rt,
-            turn_id=claim.turn_id,
-            code=exc.code,
-            message=f"{exc.message} (gave up after {claim.attempt} attempts)",
-            failed_step_id=claim.step_id,
-        )
-        announce(rt, ended)
-        return publish
+        return Fail(exc.code, f"{exc.message} (gave up after {claim.attempt} attempts)")
     delay = backoff(
         claim.attempt,
         base=rt.settings.retry_base_s,
@@ -314,39 +349,17 @@ def _retry_or_fail(
     )
     count_step(StepKind.MODEL, StepOutcome.RETRIED)
     count_llm_retry(route.provider)
-    note(
-        rt,
-        claim.turn_id,
-        TimelineKind.RETRY,
-        {**error, "delay_s": round(delay, 3)},
-        step=claim.step_no,
-    )
-    with transaction(rt.db) as db:
-        released = step_store.release_for_retry(
-            db, claim.step_id, claim.attempt, delay_s=delay, error=error
-        )
-    if not released:
-        return []
-    return [
-        NextStep(
-            claim.step_id,
-            StepKind.MODEL,
-            countdown=delay,
-            turn_id=claim.turn_id,
-            session_id=ctx.session_id,
-        )
-    ]
+    record.note(TimelineKind.RETRY, {**error, "delay_s": round(delay, 3)}, ending=True)
+    return Retry(delay, error, claim.attempt + 1)
 
 
-def _audit_failure(
-    rt: Runtime, claim: Claim, ctx: ModelContext, route: Route, exc: Exception
-) -> None:
-    with transaction(rt.db) as db:
-        record_model_call(
-            db,
-            claim,
-            ctx,
-            route,
+def _audit_failure(record: StepRecord, route: Route, exc: Exception) -> None:
+    """The audit row of a call that failed (every attempt counts: a retry costs tokens too)."""
+    record.audit(
+        AuditRow(
+            DecisionKind.MODEL,
+            f"{route.provider}:{route.model}",
             is_error=True,
             output={"error": str(exc), "code": getattr(exc, "code", "error")},
         )
+    )

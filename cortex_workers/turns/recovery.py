@@ -19,16 +19,12 @@ from ..messages import Completion
 from ..providers.latency import before_last
 from ..providers.registry import Route
 from ..runtime import Runtime
-from ..store import repo, timeline
-from ..store.db import autocommit, transaction
-from ..store.recovery_steps import release_at
 from ..store.steps import Claim
 from ..vocabulary import AnomalyKind, RecoveryAction
 from .anomalies import detected, recovered
 from .context import ModelContext
-from .lifecycle import Ended, announce, fail_turn
-from .rollback import rollback_to_last_checkpoint
-from .steps import NextStep
+from .outcome import Fail, Outcome, Retry, Rollback
+from .step_record import StepRecord
 
 log = logging.getLogger(__name__)
 
@@ -95,22 +91,32 @@ def _latency_spike(rt: Runtime, answer: Answer) -> Finding | None:
 
 
 def respond(
-    rt: Runtime, claim: Claim, ctx: ModelContext, found: Sequence[Finding]
-) -> list[NextStep] | None:
+    rt: Runtime,
+    claim: Claim,
+    ctx: ModelContext,
+    record: StepRecord,
+    found: Sequence[Finding],
+    *,
+    retried: tuple[int, ...] | None,
+) -> Outcome | None:
     """Record each finding and take the strongest configured action; None: go on (store the
-    answer), else the step ends here and this is what to publish."""
+    answer), else how the step ends. `retried`: the steps of the turn a `retry` ran again
+    (read with the claim when that action is configured)."""
     if not found:
         return None
-    actions = [(detected(rt, claim.turn_id, f.kind, f.data, step=claim.step_no), f) for f in found]
+    actions = [(detected(rt, record, f.kind, f.data), f) for f in found]
     action, finding = max(actions, key=lambda a: _STRENGTH.index(a[0]))
     if action == RecoveryAction.RETRY:
-        return _retry(rt, claim, finding)
+        return _retry(rt, claim, record, finding, retried or ())
     if action == RecoveryAction.FALLBACK:
-        return _fallback(rt, claim, ctx, finding)
+        return _fallback(rt, claim, ctx, record, finding)
     if action == RecoveryAction.ROLLBACK:
-        return _rollback(rt, claim, ctx, finding)
+        recovered(record, RecoveryAction.ROLLBACK, {"anomaly": finding.kind})
+        why = f"{_describe(finding)}; the session is back at its last checkpoint"
+        error = _error(finding, why)
+        return Rollback({"code": error["code"], "message": error["message"]})
     if action == RecoveryAction.ESCALATE:
-        return escalate(rt, claim, finding)
+        return escalate(claim, record, finding)
     return None
 
 
@@ -118,22 +124,22 @@ def _error(finding: Finding, what: str) -> dict[str, Any]:
     return {"code": str(finding.kind), "message": f"anomaly {finding.kind}: {what}"}
 
 
-def _retry(rt: Runtime, claim: Claim, finding: Finding) -> list[NextStep]:
+def _retry(
+    rt: Runtime, claim: Claim, record: StepRecord, finding: Finding, done: tuple[int, ...]
+) -> Outcome:
     """The step again on the same route, within the allowance; past it, `escalate`."""
-    with autocommit(rt.db) as db:
-        done = timeline.recoveries(db, claim.turn_id, RecoveryAction.RETRY)
     if (
         done.count(claim.step_no) >= RETRIES_PER_STEP
         or len(done) >= RETRIES_PER_TURN
         or claim.attempt >= rt.settings.max_attempts
     ):
-        return escalate(rt, claim, finding, after="the retry allowance is used up")
-    return _release(rt, claim, finding, RecoveryAction.RETRY, next_attempt=claim.attempt + 1)
+        return escalate(claim, record, finding, after="the retry allowance is used up")
+    return _release(record, finding, RecoveryAction.RETRY, next_attempt=claim.attempt + 1)
 
 
 def _fallback(
-    rt: Runtime, claim: Claim, ctx: ModelContext, finding: Finding
-) -> list[NextStep] | None:
+    rt: Runtime, claim: Claim, ctx: ModelContext, record: StepRecord, finding: Finding
+) -> Outcome | None:
     """The step again on the next route of its chain; none left: go on with the answer."""
     routes = rt.providers.routes(ctx.provider, ctx.model)
     per = rt.settings.llm_attempts_per_provider
@@ -146,68 +152,33 @@ def _fallback(
         return None
     nxt = routes[index + 1]
     to = {"to": f"{nxt.provider}:{nxt.model}"}
-    return _release(rt, claim, finding, RecoveryAction.FALLBACK, next_attempt=next_attempt, **to)
+    return _release(record, finding, RecoveryAction.FALLBACK, next_attempt=next_attempt, **to)
 
 
 def _release(
-    rt: Runtime,
-    claim: Claim,
+    record: StepRecord,
     finding: Finding,
     action: RecoveryAction,
     *,
     next_attempt: int,
     **extra: str,
-) -> list[NextStep]:
-    recovered(rt, claim.turn_id, action, {"anomaly": finding.kind, **extra}, step=claim.step_no)
-    with transaction(rt.db) as db:
-        ok = release_at(
-            db,
-            claim.step_id,
-            claim.attempt,
-            next_attempt=next_attempt,
-            error=_error(finding, f"the step runs again ({action})"),
-        )
-    if not ok:
-        return []
-    return [NextStep(claim.step_id, claim.kind, turn_id=claim.turn_id)]
+) -> Outcome:
+    recovered(record, action, {"anomaly": finding.kind, **extra})
+    return Retry(0.0, _error(finding, f"the step runs again ({action})"), next_attempt)
 
 
-def escalate(rt: Runtime, claim: Claim, finding: Finding, *, after: str = "") -> list[NextStep]:
+def escalate(claim: Claim, record: StepRecord, finding: Finding, *, after: str = "") -> Fail:
     """End the turn `failed` with the anomaly as its error, and alert (an ERROR log line and
     `cortex_recoveries_total{action="escalate"}`)."""
     why = after or "escalated"
     data = {"anomaly": finding.kind, **({"reason": after} if after else {})}
-    recovered(rt, claim.turn_id, RecoveryAction.ESCALATE, data, step=claim.step_no)
+    recovered(record, RecoveryAction.ESCALATE, data)
     log.error(
         "turn %s failed on anomaly %s (%s): %s", claim.turn_id, finding.kind, why, finding.data
     )
     error = _error(finding, f"{_describe(finding)}; {why}")
-    ended, publish = fail_turn(
-        rt,
-        turn_id=claim.turn_id,
-        code=error["code"],
-        message=error["message"],
-        failed_step_id=claim.step_id,
-    )
-    announce(rt, ended)
-    return publish
+    return Fail(error["code"], error["message"])
 
 
 def _describe(finding: Finding) -> str:
     return ", ".join(f"{k}={v}" for k, v in finding.data.items()) or str(finding.kind)
-
-
-def _rollback(rt: Runtime, claim: Claim, ctx: ModelContext, finding: Finding) -> list[NextStep]:
-    """Restore the last checkpoint and end the turn visibly (`rolled_back`)."""
-    recovered(
-        rt, claim.turn_id, RecoveryAction.ROLLBACK, {"anomaly": finding.kind}, step=claim.step_no
-    )
-    error = _error(finding, f"{_describe(finding)}; the session is back at its last checkpoint")
-    ended: Ended | None
-    with transaction(rt.db) as db:
-        repo.get_session(db, ctx.session_id, lock=True)
-        ended, publish = rollback_to_last_checkpoint(
-            rt, db, session_id=ctx.session_id, turn_id=claim.turn_id, error=error
-        )
-    announce(rt, ended)
-    return publish

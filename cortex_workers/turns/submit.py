@@ -84,10 +84,14 @@ def submit_turn(
     idempotency_key: str | None = None,
     user: str | None = None,
     route: dict[str, Any] | None = None,
+    known: Turn | None = None,
 ) -> Submitted:
     """Store the turn (queued) and start it if the session is idle; the caller publishes.
-    `user`: the turn's end user, when it names one (else the session's counts)."""
+    `user`: the turn's end user, when it names one (else the session's counts). `known`: the
+    turn the Idempotency-Key names, when the caller has read it already (a replay)."""
     digest = request_hash(session_id, content, if_busy, user, route)
+    if known is not None:
+        return _replay(known, digest)
     ask = NewTurnSpec(content, if_busy, idempotency_key, digest, user, route)
     try:
         return _submit(rt, tenant_id, session_id, ask)
@@ -105,40 +109,41 @@ def submit_turn(
 def _submit(
     rt: Runtime, tenant_id: uuid.UUID, session_id: uuid.UUID, ask: NewTurnSpec
 ) -> Submitted:
-    """Start the turn in one statement when the session is idle and there is no key to
-    check; otherwise store it under the session's lock."""
-    if ask.idempotency_key is None:  # an idle session's turn starts in one statement
-        with autocommit_connection(rt.engine) as db:
-            started = new_turns.start_turn_if_idle(
-                db,
-                tenant_id=tenant_id,
-                session_id=session_id,
-                timeout_s=rt.settings.turn_timeout_s,
-                content=ask.content,
-                request_hash=ask.digest,
-                traceparent=current_traceparent(),
-                user=ask.user,
-                route=ask.route,
+    """Start the turn in one statement when the session is idle; otherwise store it under the
+    session's lock. A key used meanwhile by another request fails the insert on its unique
+    index (`submit_turn` then answers with that request's turn)."""
+    with autocommit_connection(rt.engine) as db:
+        started = new_turns.start_turn_if_idle(
+            db,
+            tenant_id=tenant_id,
+            session_id=session_id,
+            timeout_s=rt.settings.turn_timeout_s,
+            content=ask.content,
+            request_hash=ask.digest,
+            traceparent=current_traceparent(),
+            user=ask.user,
+            route=ask.route,
+            idempotency_key=ask.idempotency_key,
+        )
+    match started:
+        case new_turns.Started(turn=new):
+            publish = step_ref(
+                new.first_step_id, StepKind.MODEL, turn_id=new.id, session_id=session_id
             )
-        match started:
-            case new_turns.Started(turn=new):
-                publish = step_ref(
-                    new.first_step_id, StepKind.MODEL, turn_id=new.id, session_id=session_id
-                )
-                return Submitted(new, created=True, publish=publish)
-            case new_turns.NoSuchSession():
-                raise NotFound(f"session {session_id} not found")
-            case new_turns.SessionBusy():
-                pass  # stored under the session's lock below
-            case _:
-                assert_never(started)
+            return Submitted(new, created=True, publish=publish)
+        case new_turns.NoSuchSession():
+            raise NotFound(f"session {session_id} not found")
+        case new_turns.SessionBusy():
+            pass  # stored under the session's lock below
+        case _:
+            assert_never(started)
     return _submit_locked(rt, tenant_id, session_id, ask)
 
 
 def _submit_locked(
     rt: Runtime, tenant_id: uuid.UUID, session_id: uuid.UUID, ask: NewTurnSpec
 ) -> Submitted:
-    """A busy session, or a request with an Idempotency-Key: stored under the session's lock."""
+    """A busy session: the turn stored under the session's lock."""
     content, if_busy, idempotency_key, digest = (
         ask.content,
         ask.if_busy,
@@ -148,10 +153,6 @@ def _submit_locked(
     with transaction(rt.db) as db:
         if not new_turns.lock_session(db, session_id, tenant_id):
             raise NotFound(f"session {session_id} not found")
-        if idempotency_key is not None:
-            existing = repo.turn_by_idempotency_key(db, tenant_id, idempotency_key)
-            if existing is not None:
-                return _replay(existing, digest)
         active = repo.active_turns(db, session_id)
         ended = _make_room(rt, db, session_id, [t.id for t in active], if_busy) if active else []
         # Nothing active now (an idle session, or everything interrupted): the turn starts at

@@ -17,6 +17,7 @@ from ..store import steps as step_store
 from ..store.db import transaction
 from ..store.models import Message as StoredMessage
 from ..store.models import Tenant
+from ..store.step_commit import write_record
 from ..store.steps import Claim
 from ..vocabulary import LlmMode, StepKind
 from . import spend
@@ -27,6 +28,7 @@ from .leases import keeper
 from .liveness import holder
 from .modes import AUTO, mode_in_force
 from .observe import StepOutcome, count_step, model_call, step_scope
+from .step_record import StepRecord
 from .steps import NextStep
 
 log = logging.getLogger(__name__)
@@ -129,15 +131,19 @@ def _summarize(rt: Runtime, claim: Claim, fold: Fold) -> None:
         bill.paid(completion)
         price = rt.providers.price(route.provider, route.model)
         call.answered(completion, price.cost(completion.input_tokens, completion.output_tokens))
-    if kept_previous(rt, claim, previous, completion.text):
-        return  # context_degradation: the previous summary stands
+    record = StepRecord(claim.step_no)
+    keep = kept_previous(rt, record, previous, completion.text)  # context_degradation
     with transaction(rt.db) as db:
-        if step_store.finish_step(
-            db,
-            step_id,
-            claim.attempt,
-            input_tokens=completion.input_tokens,
-            output_tokens=completion.output_tokens,
+        write_record(db, turn_id=claim.turn_id, rows=record.rows(), tenant_id=fold.tenant_id)
+        if (
+            step_store.finish_step(
+                db,
+                step_id,
+                claim.attempt,
+                input_tokens=completion.input_tokens,
+                output_tokens=completion.output_tokens,
+            )
+            and not keep
         ):
             repo.fold_summary(
                 db,

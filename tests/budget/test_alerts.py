@@ -17,7 +17,7 @@ from cortex_workers.runtime import get_runtime
 from cortex_workers.store import budget as budget_store
 from cortex_workers.store import webhooks as webhook_store
 from cortex_workers.store.budget import Alert, CallToReserve, ScopeLimit, Settlement
-from cortex_workers.turns.spend import report_alerts
+from cortex_workers.turns.guards.alerts import report_alerts
 from cortex_workers.vocabulary import BudgetScope
 
 LIMIT = 1_000_000
@@ -38,16 +38,17 @@ def test_twenty_concurrent_settles_crossing_eighty_percent_alert_exactly_once(
             turn_id=turn_id,
             tenant_id=tenant_id,
             session_id=session_id,
+            user=None,
             provider="openai",
             model="gpt-budget-test",
             amount_micros=CALL,
             tokens=100,
             call_no=0,
-            money=(
+            scopes=(
                 ScopeLimit(BudgetScope.GLOBAL, "global", day, None),
                 ScopeLimit(BudgetScope.TENANT, f"tenant:{tenant_id}", day, LIMIT),
+                ScopeLimit(BudgetScope.SESSION, f"session:{session_id}", forever(), None),
             ),
-            session=ScopeLimit(BudgetScope.SESSION, f"session:{session_id}", forever(), None),
         )
         reservation = budget_store.reserve(get_runtime().engine, call)
         assert isinstance(reservation, budget_store.Reservation)
@@ -80,7 +81,7 @@ def test_twenty_concurrent_settles_crossing_eighty_percent_alert_exactly_once(
         t.start()
     for t in threads:
         t.join(30)
-    with caplog.at_level(logging.WARNING, logger="cortex_workers.turns.spend"):
+    with caplog.at_level(logging.WARNING, logger="cortex_workers.turns.guards.alerts"):
         report_alerts(fired, 80)
 
     assert [a.key for a in fired] == [f"tenant:{tenant_id}"]

@@ -120,6 +120,8 @@ def test_the_claim_reads_its_own_session_not_every_turn(factory: sessionmaker[Db
         liveness=timedelta(seconds=TEST_HOLDER.liveness_s),
         worker=TEST_HOLDER.worker,
         window=8,
+        tool_limits=True,  # the optional reads on: they too read this turn, not every one
+        recoveries=True,
     )
     with transaction(factory) as db:  # EXPLAIN ANALYZE runs the claim: rolled back after
         conn = db.connection()

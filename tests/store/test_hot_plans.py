@@ -3,7 +3,8 @@
 A database of its own gets 20k finished turns of synthetic history (bulk COPY, the growth
 benchmark's loader: 20k turns and steps, 40k messages, 20k audit rows) and ANALYZE. Then each
 hot path runs for real: a new turn, the claims (model step with its history window, tool
-step, summarize), the reply statement, the lease renewal and hand-back, the reconciler's scans
+step, summarize), the statements that end steps (a reply asking for a tool, the tool's result,
+the final reply), the lease renewal and hand-back, the reconciler's scans
 (stale steps, overdue turns, sessions to promote, stuck proposals, dead workers), the queue
 statistics and retention's batches. Every statement they sent is recorded at the driver and
 EXPLAINed with its own parameters; no plan may read `turns`, `steps`, `messages` or `decisions`
@@ -16,6 +17,7 @@ import json
 import secrets
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -43,7 +45,9 @@ from cortex_workers.store import proposals as proposal_store
 from cortex_workers.store import steps as step_store
 from cortex_workers.store.db import autocommit, make_engine, make_sessionmaker, normalize_url
 from cortex_workers.store.db import transaction as tx
-from cortex_workers.vocabulary import TurnStatus
+from cortex_workers.store.step_commit import NewCall, Reply, StepKey, ToolDone, close_step
+from cortex_workers.store.step_record_rows import RecordRows
+from cortex_workers.vocabulary import ToolSeverity, TurnStatus
 from scripts.bench.history import load_history
 
 BIG = {"turns", "steps", "messages", "decisions"}
@@ -131,6 +135,8 @@ def _hot_paths(db_factory: sessionmaker[Db]) -> list[Callable[[], object]]:
             step_store.claim_step(db, uuid.uuid4(), lease_s=30, holder=TEST_HOLDER)
 
     def reply() -> None:
+        """A reply asking for a tool, the tool's result (which adds the next model step) and
+        that step's final reply."""
         new = state["new"]
         usage = replies.Usage(
             provider="scripted",
@@ -143,28 +149,36 @@ def _hot_paths(db_factory: sessionmaker[Db]) -> list[Callable[[], object]]:
             cost_usd=0.5,
             latency_ms=12,
         )
-        answer = replies.Answer(id=uuid.uuid4(), content="a", tool_calls=None)
         audit = replies.ModelCallAudit(
             tenant_id=state["tenant"].id, name="scripted:m", input={}, output={}
         )
+        key = StepKey(state["session_id"], new.id, new.first_step_id, 1, state["tenant"].id)
+        call = NewCall(uuid.uuid4(), uuid.uuid4(), 2, "c", "calculate", {"expression": "1"})
+        asking = Reply(
+            usage, replies.Answer(id=uuid.uuid4(), content="a", tool_calls=None), audit, 1,
+            calls=(call,),
+        )  # fmt: skip
         with autocommit(db_factory) as db:
-            done = replies.Reply(
-                session_id=state["session_id"],
-                turn_id=new.id,
-                step_id=new.first_step_id,
-                attempt=1,
-                input_tokens=7,
-                output_tokens=3,
-                cost=0.5,
-                model_steps=1,
-                usage=usage,
-                message=answer,
-                audit=audit,
-                end=TurnStatus.DONE,
-                answer="a",
-                summarize_window=20,
+            assert close_step(db, key, asking, RecordRows()).went
+            claimed = step_store.claim_tool_step(db, call.step_id, lease_s=30, holder=TEST_HOLDER)
+            assert claimed is not None
+            result = ToolDone(
+                call.tool_call_id, "c", "calculate", "1", False, False, ToolSeverity.OK, None, 1,
+                {}, {},
+            )  # fmt: skip
+            tool_key = replace(key, step_id=call.step_id, attempt=claimed[0].attempt)
+            nxt = close_step(db, tool_key, result, RecordRows()).next_step_id
+            assert nxt is not None
+            claimed = step_store.claim_model_step(
+                db, nxt, lease_s=30, window=20, holder=TEST_HOLDER
             )
-            assert replies.store_reply(db, done, gated=True).owned
+            assert claimed is not None
+            done = Reply(
+                usage, replies.Answer(id=uuid.uuid4(), content="a", tool_calls=None), audit, 1,
+                TurnStatus.DONE, "a", summarize_window=20,
+            )  # fmt: skip
+            final = replace(key, step_id=nxt, attempt=claimed[0].attempt)
+            assert close_step(db, final, done, RecordRows(), gated=True).went
 
     def leases() -> None:
         with tx(db_factory) as db:

@@ -43,7 +43,7 @@ def engine(stack: Stack) -> Iterator[Engine]:
 
 
 def test_the_store_has_precompiled_statements() -> None:
-    assert any(name.startswith("reply_statement.") for name in PRECOMPILED)
+    assert any(name.startswith("new_turns.") for name in PRECOMPILED)
     assert any(name.startswith("claims._CLAIM_WITH_VIEW") for name in PRECOMPILED)
 
 

@@ -81,10 +81,13 @@ def test_the_error_translation_and_disconnect_check_keep_their_signatures() -> N
     ]
 
 
-def test_psycopg_caches_the_conversion_of_statements_up_to_the_limits_the_store_keeps() -> None:
-    """`store.sql.const` and the reply statement's size (tests/store/test_replies.py) are
-    measured against these."""
-    assert psycopg._queries.MAX_CACHED_STATEMENT_LENGTH == 4096
-    assert psycopg._queries.MAX_CACHED_STATEMENT_PARAMS == 50
+def test_psycopg_caches_the_conversion_of_statements_up_to_module_limits_read_at_each_use() -> None:
+    """`store.sql.cache_long_statements` raises these limits: they must be module globals that
+    `convert` reads when it runs (tests/store/test_step_commit.py measures the statements
+    against them)."""
+    source = inspect.getsource(psycopg._queries.PostgresQuery.convert)
+    assert "MAX_CACHED_STATEMENT_LENGTH" in source and "MAX_CACHED_STATEMENT_PARAMS" in source
+    assert isinstance(psycopg._queries.MAX_CACHED_STATEMENT_LENGTH, int)
+    assert isinstance(psycopg._queries.MAX_CACHED_STATEMENT_PARAMS, int)
     assert "row_factory" in inspect.signature(psycopg.Connection.cursor).parameters
     assert callable(namedtuple_row)

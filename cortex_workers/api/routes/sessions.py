@@ -12,7 +12,7 @@ from ...dispatch import publish
 from ...store import repo
 from ...store.db import transaction
 from ...turns import sessions
-from ...turns.budget_gate import admit_turn
+from ...turns.budget_gate import admit_turn, replayed
 from ...turns.dry_run import dry_run
 from ...turns.submit import submit_turn
 from ..deps import CallerDep, RuntimeDep, TenantDep
@@ -140,15 +140,12 @@ def post_turn(
             turn_route=body.route_request(),
         )
         return JSONResponse(plan.as_json(), status_code=200)
-    take_turn(rt, tenant_id, idempotency_key)
-    admit_turn(
-        rt,
-        tenant_id=tenant_id,
-        session_id=session_id,
-        content=body.content,
-        user=body.user,
-        idempotency_key=idempotency_key,
-    )
+    known = replayed(rt, tenant_id, idempotency_key)  # the key read once
+    if known is None:  # a replay creates nothing: not counted, not refused
+        take_turn(rt, tenant_id)
+        admit_turn(
+            rt, tenant_id=tenant_id, session_id=session_id, content=body.content, user=body.user
+        )
     result = submit_turn(
         rt,
         tenant_id=tenant_id,
@@ -158,6 +155,7 @@ def post_turn(
         idempotency_key=idempotency_key,
         user=body.user,
         route=body.route_request(),
+        known=known,
     )
     publish(result.publish)
     turn = result.turn

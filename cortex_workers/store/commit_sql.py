@@ -1,0 +1,441 @@
+"""The pieces of a step's closing statement (`store.step_commit`), as SQL text.
+
+Each piece is one CTE. The statement locks in the order every writer uses, session → turn →
+step (each `SELECT … FOR UPDATE` reads the one before it, so Postgres takes the earlier lock
+first; a row locked after a wait is re-read at its newest version and checked again), then
+writes the step's ending under `went` (a CTE that has a row when the step is ours and the
+ending may apply), and the step's record (timeline, audit rows, spend) whatever the ending
+did: those are facts of the attempt, written once, with it.
+
+Parameters are `:name` binds (`session`, `turn`, `step`, `attempt`, `tenant`, `user`, and
+those of each piece); lists and documents are JSON (`jsonb_to_recordset`), so a statement
+keeps few parameters whatever the record holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..vocabulary import OPEN_STEP_STATUSES
+from .step_record_rows import Parts
+
+_OPEN = ", ".join(f"'{s.value}'" for s in OPEN_STEP_STATUSES)
+
+
+@dataclass
+class Statement:
+    """CTEs in order, and the columns of the one row the statement returns."""
+
+    ctes: list[tuple[str, str]] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)
+
+    def add(self, name: str, sql: str) -> None:
+        self.ctes.append((name, sql))
+
+    def sql(self) -> str:
+        withs = ",\n".join(f"{name} AS ({body})" for name, body in self.ctes)
+        return f"WITH {withs}\nSELECT {', '.join(self.columns)}"
+
+
+# --- locks and the fence ---------------------------------------------------------------------
+
+
+def session_locks(s: Statement, *, gated: bool) -> None:
+    """`ses` → `trn` (running) → `stp` (ours); `went`: `stp`, and with `gated` only while no
+    later turn of the session waits (promoting one takes more than a statement)."""
+    s.add("ses", "SELECT id, last_turn_seq FROM sessions WHERE id = :session FOR UPDATE")
+    s.add(
+        "trn",
+        "SELECT id, seq FROM turns WHERE id = :turn AND status = 'running' "
+        "AND EXISTS (SELECT 1 FROM ses) FOR UPDATE",
+    )
+    s.add(
+        "stp",
+        "SELECT id FROM steps WHERE id = :step AND attempt = :attempt AND status = 'leased' "
+        "AND EXISTS (SELECT 1 FROM trn) FOR UPDATE",
+    )
+    gate = " WHERE (SELECT last_turn_seq FROM ses) = (SELECT seq FROM trn)" if gated else ""
+    s.add("went", f"SELECT id FROM stp{gate}")
+    s.columns += ["(SELECT id FROM stp) AS owned", "(SELECT id FROM went) AS went"]
+
+
+def turn_lock(s: Statement) -> None:
+    """The turn's row, before the step's (an ending that writes both without the session)."""
+    s.add("trn", "SELECT id FROM turns WHERE id = :turn FOR UPDATE")
+
+
+# --- endings ---------------------------------------------------------------------------------
+
+_USAGE_SET = (
+    "provider = :provider, model = :model, fallback_from = :fallback_from, "
+    "input_tokens = :input_tokens, output_tokens = :output_tokens, "
+    "cache_read_tokens = :cache_read_tokens, cache_write_tokens = :cache_write_tokens, "
+    "cost_usd = :cost_usd, latency_ms = :latency_ms"
+)
+
+
+def _route_set(route: bool) -> str:
+    return ", route = :route, redactions = :redactions" if route else ""
+
+
+def reply(s: Statement, *, ending: bool, calls: bool, audited: bool, route: bool) -> None:
+    """A model step's reply: counted in its session and turn (which it ends with `ending`),
+    the step done with its usage, the assistant message, the audit row of the call; with
+    `calls`, its tool calls and a tool step for each; with `ending`, the turn's other open
+    steps cancelled and a summarize step when the history outgrew its window."""
+    s.add(
+        "cnt",
+        "UPDATE sessions SET last_message_seq = last_message_seq + 1, "
+        "input_tokens = input_tokens + :add_input, output_tokens = output_tokens + :add_output, "
+        "cost_usd = cost_usd + :add_cost WHERE id = :session AND EXISTS (SELECT 1 FROM went) "
+        "RETURNING last_message_seq, summary_upto_seq, last_turn_seq",
+    )
+    end_set = (
+        ", status = :status, finished_at = clock_timestamp(), answer = :answer, "
+        "error = CAST(:error AS JSONB)"
+        if ending
+        else ""
+    )
+    s.add(
+        "tot",
+        "UPDATE turns SET input_tokens = input_tokens + :add_input, "
+        "output_tokens = output_tokens + :add_output, cost_usd = cost_usd + :add_cost, "
+        f"model_steps = model_steps + :add_model_steps{end_set}{{warnings}} "
+        "WHERE id = :turn AND EXISTS (SELECT 1 FROM went) "
+        "RETURNING id, seq, status, input_tokens, output_tokens, cost_usd, error",
+    )
+    open_calls = ", open_calls = jsonb_array_length(:calls)" if calls else ""
+    s.add(
+        "fin",
+        "UPDATE steps SET status = 'done', finished_at = clock_timestamp(), lease_until = NULL, "
+        f"error = NULL, {_USAGE_SET}{_route_set(route)}{open_calls} "
+        "WHERE id = :step AND EXISTS (SELECT 1 FROM went) RETURNING id",
+    )
+    s.add(
+        "msg",
+        "INSERT INTO messages (id, session_id, turn_id, step_id, role, content, tool_calls, seq) "
+        "SELECT :message_id, :session, :turn, :step, 'assistant', :content, "
+        "CAST(:message_calls AS JSONB), cnt.last_message_seq FROM fin, cnt "
+        "ON CONFLICT DO NOTHING RETURNING id",
+    )
+    if audited:
+        s.add(
+            "aud",
+            "INSERT INTO decisions (tenant_id, session_id, turn_id, step_id, kind, name, attempt, "
+            "is_error, latency_ms, input, output) SELECT :tenant, :session, :turn, :step, "
+            "'model', :call_name, :attempt, false, :latency_ms, CAST(:call_input AS JSONB), "
+            "CAST(:call_output AS JSONB) FROM fin RETURNING id",
+        )
+    if calls:
+        s.add(
+            "new_calls",
+            "SELECT * FROM jsonb_to_recordset(:calls) AS c(id uuid, step_id uuid, step_no int, "
+            "call_id text, name text, arguments jsonb)",
+        )
+        s.add(
+            "tcs",
+            "INSERT INTO tool_calls (id, turn_id, step_id, call_id, name, arguments, status, "
+            "created_at) SELECT c.id, :turn, :step, c.call_id, c.name, c.arguments, 'pending', "
+            "clock_timestamp() FROM new_calls c, fin ORDER BY c.step_no "
+            "ON CONFLICT DO NOTHING RETURNING id",
+        )
+        s.add(
+            "tss",
+            "INSERT INTO steps (id, turn_id, step_no, kind, parent_step_id, tool_call_id, status, "
+            "published_at) SELECT c.step_id, :turn, c.step_no, 'tool', :step, c.id, 'pending', "
+            "now() FROM new_calls c JOIN tcs ON tcs.id = c.id ON CONFLICT DO NOTHING RETURNING id",
+        )
+        s.columns.append("(SELECT count(*) FROM tss) AS tool_steps")
+    s.columns += [
+        "(SELECT row_to_json(c) FROM cnt c) AS session_counts",
+        "(SELECT row_to_json(t) FROM tot t) AS turn",
+    ]
+    if ending:
+        _end_of_turn(s, summarize=True)
+
+
+def _end_of_turn(s: Statement, *, summarize: bool) -> None:
+    """The turn's other open steps cancelled (`cut_off`: the last claimed model step among
+    them) and, with `summarize`, a summarize step when the history outgrew its window."""
+    s.add(
+        "cxl",
+        "UPDATE steps SET status = 'cancelled', finished_at = clock_timestamp(), "
+        f"lease_until = NULL WHERE turn_id = :turn AND id <> :step AND status IN ({_OPEN}) "
+        "AND kind <> 'summarize' AND EXISTS (SELECT 1 FROM went) "
+        "RETURNING step_no, attempt, kind",
+    )
+    s.columns.append(
+        "(SELECT ARRAY[step_no, attempt] FROM cxl WHERE kind = 'model' AND attempt > 0 "
+        "ORDER BY step_no DESC, attempt DESC LIMIT 1) AS cut_off"
+    )
+    if not summarize:
+        return
+    s.add(
+        "summ",
+        "INSERT INTO steps (id, turn_id, step_no, kind, parent_step_id, status, published_at) "
+        "SELECT :summarize_step_id, :turn, "
+        "(SELECT coalesce(max(step_no), 0) + 1 FROM steps WHERE turn_id = :turn), "
+        "'summarize', :step, 'pending', now() FROM fin, cnt "
+        "WHERE :summarize AND cnt.last_message_seq - cnt.summary_upto_seq > :window "
+        "ON CONFLICT DO NOTHING RETURNING id",
+    )
+    s.columns.append("(SELECT id FROM summ) AS summarize_step_id")
+
+
+def fail(s: Statement, *, route: bool) -> None:
+    """The step failed with the turn's error, the turn ended `failed`, its other open steps
+    cancelled."""
+    s.add(
+        "tot",
+        "UPDATE turns SET status = 'failed', finished_at = clock_timestamp(), "
+        "error = CAST(:error AS JSONB){warnings} WHERE id = :turn AND EXISTS (SELECT 1 FROM went) "
+        "RETURNING id, seq, status, input_tokens, output_tokens, cost_usd, error",
+    )
+    s.add(
+        "fin",
+        "UPDATE steps SET status = 'failed', finished_at = clock_timestamp(), lease_until = NULL, "
+        f"error = CAST(:error AS JSONB){_route_set(route)} "
+        "WHERE id = :step AND EXISTS (SELECT 1 FROM went) RETURNING id",
+    )
+    s.columns.append("(SELECT row_to_json(t) FROM tot t) AS turn")
+    _end_of_turn(s, summarize=False)
+
+
+def release(s: Statement, *, route: bool, warnings: bool) -> None:
+    """The step given back, pending: available after `delay_s`, its next claim attempt
+    `next_attempt` (a retry: the attempt after this one; a deferral: this one again)."""
+    if warnings:
+        turn_lock(s)
+    after_turn = " AND EXISTS (SELECT 1 FROM trn)" if warnings else ""
+    s.add(
+        "fin",
+        "UPDATE steps SET status = 'pending', lease_until = NULL, attempt = :next_attempt - 1, "
+        "error = coalesce(CAST(:error AS JSONB), error), "
+        "available_at = now() + make_interval(secs => :delay_s), published_at = now()"
+        f"{_route_set(route)} WHERE id = :step AND attempt = :attempt AND status = 'leased'"
+        f"{after_turn} RETURNING id",
+    )
+    s.add("went", "SELECT id FROM fin")
+    s.columns += ["(SELECT id FROM fin) AS owned", "(SELECT id FROM went) AS went"]
+    if warnings:
+        s.add(
+            "tot",
+            "UPDATE turns SET {warnings_only} WHERE id = :turn AND EXISTS (SELECT 1 FROM went) "
+            "RETURNING id",
+        )
+
+
+def no_ending(s: Statement) -> None:
+    """Nothing but the record: the step is not ours any more (or never ran its call to an
+    end), what it spent and saw is still written."""
+    s.add("went", "SELECT NULL::uuid AS id WHERE false")
+    s.columns += ["NULL::uuid AS owned", "NULL::uuid AS went"]
+
+
+def tool_result(s: Statement, *, proposal: bool) -> None:
+    """A tool step's result, under the session's lock: the step done, the call's result, the
+    `tool` message, the audit row; one call fewer open in its batch, and when that was the
+    last one, the turn's next model step (numbered among the session's model calls) — once,
+    since every result of the batch takes the session's lock and the batch's count."""
+    s.add("ses", "SELECT id FROM sessions WHERE id = :session FOR UPDATE")
+    s.add(
+        "trn",
+        "SELECT id, status FROM turns WHERE id = :turn AND EXISTS (SELECT 1 FROM ses) FOR UPDATE",
+    )
+    s.add("live", "SELECT id FROM trn WHERE status = 'running'")
+    s.add(
+        "fin",
+        "UPDATE steps SET status = 'done', finished_at = clock_timestamp(), lease_until = NULL, "
+        "error = NULL, latency_ms = :latency_ms WHERE id = :step AND attempt = :attempt "
+        "AND status = 'leased' AND EXISTS (SELECT 1 FROM trn) RETURNING id",
+    )
+    s.add("went", "SELECT id FROM fin")
+    s.add(
+        "par",
+        "UPDATE steps SET open_calls = open_calls - 1 "
+        "WHERE id = (SELECT parent_step_id FROM steps WHERE id = :step) "
+        "AND EXISTS (SELECT 1 FROM fin) RETURNING id, open_calls",
+    )
+    s.add(
+        "cnt",
+        "UPDATE sessions SET last_message_seq = last_message_seq + 1, model_calls = model_calls "
+        "+ (SELECT count(*) FROM par WHERE open_calls = 0 AND EXISTS (SELECT 1 FROM live)) "
+        "WHERE id = :session AND EXISTS (SELECT 1 FROM fin) RETURNING last_message_seq, "
+        "model_calls",
+    )
+    s.add(
+        "res",
+        "UPDATE tool_calls SET status = 'done', result = :content, is_error = :is_error, "
+        "truncated = :truncated, severity = :severity, error_kind = :error_kind, "
+        "latency_ms = :latency_ms, finished_at = clock_timestamp() "
+        "WHERE id = :tool_call_id AND status = 'pending' AND EXISTS (SELECT 1 FROM fin) "
+        "RETURNING id",
+    )
+    s.add(
+        "msg",
+        "INSERT INTO messages (id, session_id, turn_id, step_id, role, content, tool_call_id, "
+        "name, is_error, seq) SELECT :message_id, :session, :turn, :step, 'tool', :content, "
+        ":call_id, :name, :is_error, cnt.last_message_seq FROM cnt ON CONFLICT DO NOTHING "
+        "RETURNING id",
+    )
+    s.add(
+        "aud",
+        "INSERT INTO decisions (tenant_id, session_id, turn_id, step_id, kind, name, attempt, "
+        "is_error, latency_ms, input, output) SELECT :tenant, :session, :turn, :step, 'tool', "
+        ":name, :attempt, :is_error, :latency_ms, CAST(:audit_input AS JSONB), "
+        "CAST(:audit_output AS JSONB) FROM fin RETURNING id",
+    )
+    s.add(
+        "nxt",
+        "INSERT INTO steps (id, turn_id, step_no, kind, parent_step_id, call_index, status, "
+        "published_at) SELECT :next_step_id, :turn, "
+        "(SELECT coalesce(max(step_no), 0) + 1 FROM steps WHERE turn_id = :turn), 'model', "
+        "par.id, cnt.model_calls - 1, 'pending', now() FROM par, cnt "
+        "WHERE par.open_calls = 0 AND EXISTS (SELECT 1 FROM live) ON CONFLICT DO NOTHING "
+        "RETURNING id",
+    )
+    s.columns += [
+        "(SELECT id FROM fin) AS owned",
+        "(SELECT id FROM went) AS went",
+        "(SELECT id FROM nxt) AS next_step_id",
+    ]
+    if proposal:
+        s.add(
+            "prop",
+            "INSERT INTO proposals (id, tool_call_id, status, expires_at, tenant_id, session_id, "
+            "turn_id, action, product, params, rationale, blast_radius, reversible) "
+            "SELECT :proposal_id, :tool_call_id, 'pending', "
+            "now() + make_interval(secs => :proposal_ttl_s), :tenant, :session, :turn, "
+            ":action, :product, CAST(:params AS JSONB), :rationale, :blast_radius, :reversible "
+            "FROM fin ON CONFLICT DO NOTHING RETURNING *",
+        )
+        s.columns.append("(SELECT row_to_json(p) FROM prop p) AS proposal")
+
+
+# --- the record ------------------------------------------------------------------------------
+
+
+def warnings_set(s: Statement, *, present: bool) -> None:
+    """Fill the `{warnings}` slot of the turn's update (and a release's own)."""
+    append = "coalesce(warnings, '[]'::jsonb) || CAST(:warnings AS JSONB)"
+    s.ctes = [
+        (
+            name,
+            body.replace("{warnings}", f", warnings = {append}" if present else "").replace(
+                "{warnings_only}", f"warnings = {append}"
+            ),
+        )
+        for name, body in s.ctes
+    ]
+
+
+def timeline(s: Statement) -> None:
+    """The step's events, in the order it learned them; those of its ending only with it."""
+    s.add(
+        "tl",
+        "INSERT INTO timeline_events (turn_id, step, kind, data, at) "
+        "SELECT :turn, e.step, e.kind, e.data, e.at FROM jsonb_to_recordset(:events) "
+        "AS e(n int, step int, kind text, data jsonb, at timestamptz, ending boolean) "
+        "WHERE NOT e.ending OR EXISTS (SELECT 1 FROM went) ORDER BY e.n RETURNING id",
+    )
+
+
+def audits(s: Statement) -> None:
+    """Audit rows of the attempt's calls that did not answer (they cost tokens too)."""
+    s.add(
+        "aud_rec",
+        "INSERT INTO decisions (tenant_id, session_id, turn_id, step_id, kind, name, attempt, "
+        "is_error, latency_ms, input, output) SELECT :tenant, :session, :turn, :step, a.kind, "
+        "a.name, :attempt, a.is_error, a.latency_ms, a.input, a.output "
+        "FROM jsonb_to_recordset(:audits) AS a(kind text, name text, is_error boolean, "
+        "latency_ms int, input jsonb, output jsonb) RETURNING id",
+    )
+
+
+def spends(s: Statement) -> None:
+    """Each provider call's cost: its reservation settled (or, settled by the reconciler
+    meanwhile, corrected down to its real cost), or its usage row stored; then the counters
+    it moves, in key order (every writer of counters takes them in that order), with the
+    alert of a limited money scope that crossed its threshold (once per window) and its
+    `budget.alert` webhook event."""
+    s.add(
+        "sp",
+        "SELECT * FROM jsonb_to_recordset(:spends) AS x(id uuid, held boolean, call_no int, "
+        "provider text, model text, amount bigint, tokens bigint, cost bigint, "
+        "input_tokens int, output_tokens int, by text, day_start timestamptz)",
+    )
+    s.add(
+        "settled",
+        "UPDATE budget_reservations r SET status = 'settled', settled_at = now(), "
+        "settled_by = sp.by, cost_micros = coalesce(sp.cost, r.amount_micros), "
+        "input_tokens = sp.input_tokens, output_tokens = sp.output_tokens FROM sp "
+        "WHERE sp.held AND r.id = sp.id AND r.status = 'reserved' RETURNING r.id",
+    )
+    s.add(
+        "corrected",
+        "UPDATE budget_reservations r SET settled_by = sp.by, cost_micros = sp.cost, "
+        "input_tokens = sp.input_tokens, output_tokens = sp.output_tokens FROM sp "
+        "WHERE sp.held AND sp.by = 'call' AND sp.cost IS NOT NULL AND r.id = sp.id "
+        "AND r.status = 'settled' AND r.settled_by = 'reconciler' "
+        "AND sp.cost <= r.amount_micros RETURNING r.id",
+    )
+    s.add(
+        "used",
+        "INSERT INTO budget_reservations (id, step_id, attempt, call_no, tenant_id, session_id, "
+        'turn_id, "user", provider, model, day_start, status, amount_micros, tokens, '
+        "cost_micros, input_tokens, output_tokens, settled_by, settled_at, scopes) "
+        "SELECT sp.id, :step, :attempt, sp.call_no, :tenant, :session, :turn, :user, "
+        "sp.provider, sp.model, sp.day_start, 'settled', sp.amount, sp.tokens, "
+        "coalesce(sp.cost, sp.amount), sp.input_tokens, sp.output_tokens, sp.by, now(), "
+        "'{}'::text[] FROM sp WHERE NOT sp.held "
+        "ON CONFLICT (step_id, attempt, call_no) DO NOTHING RETURNING id",
+    )
+    s.add(
+        "moves",
+        "SELECT m.key, m.start, max(m.resets) AS resets, sum(m.reserved) AS reserved, "
+        "sum(m.spent) AS spent FROM jsonb_to_recordset(:moves) AS m(id uuid, happens text, "
+        "key text, start timestamptz, resets timestamptz, reserved bigint, spent bigint) "
+        "WHERE (m.happens = 'settled' AND m.id IN (SELECT id FROM settled)) "
+        "OR (m.happens = 'corrected' AND m.id IN (SELECT id FROM corrected)) "
+        "OR (m.happens = 'used' AND m.id IN (SELECT id FROM used)) GROUP BY m.key, m.start",
+    )
+    s.add(
+        "ctr",
+        "INSERT INTO budget_counters AS c (scope, window_start, resets_at, reserved, spent) "
+        "SELECT key, start, resets, reserved, spent FROM moves ORDER BY key, start "
+        "ON CONFLICT (scope, window_start) DO UPDATE SET "
+        "reserved = c.reserved + EXCLUDED.reserved, spent = c.spent + EXCLUDED.spent, "
+        "alerted_at = CASE WHEN c.alerted_at IS NULL AND c.limit_amount > 0 "
+        "AND c.scope NOT LIKE 'session:%' "
+        "AND (c.spent + EXCLUDED.spent) * 100 >= c.limit_amount * CAST(:alert_pct AS NUMERIC) "
+        "THEN now() ELSE c.alerted_at END "
+        "RETURNING c.scope, c.spent, c.limit_amount, c.alerted_at = now() AS fired",
+    )
+    s.add(
+        "alerts",
+        "SELECT scope, spent, limit_amount, cortex_record_event(:tenant, 'budget.alert', "
+        "jsonb_build_object('tenant_id', :tenant, 'scope', 'tenant', "
+        "'spent_usd', spent / 1e6, 'limit_usd', limit_amount / 1e6, "
+        "'alert_at_pct', CAST(:alert_pct AS NUMERIC))) AS event "
+        "FROM ctr WHERE fired AND scope LIKE 'tenant:%' "
+        "UNION ALL SELECT scope, spent, limit_amount, NULL FROM ctr "
+        "WHERE fired AND scope NOT LIKE 'tenant:%'",
+    )
+    s.columns.append(
+        "(SELECT json_agg(json_build_object('key', scope, 'spent', spent, 'limit', limit_amount)) "
+        "FROM alerts) AS alerts"
+    )
+
+
+def record(s: Statement, parts: Parts, *, turn: bool) -> str:
+    """The record's pieces after the ending's (`RecordRows.parts`); `turn`: the ending updates
+    the turn, whose update takes the warnings. The statement's text."""
+    events, audited, spent, warned, _route = parts
+    warnings_set(s, present=warned and turn)
+    if events:
+        timeline(s)
+    if audited:
+        audits(s)
+    if spent:
+        spends(s)
+    return s.sql()

@@ -1,0 +1,430 @@
+"""A step ends with one statement: its ending (a reply, a release for a retry or a deferral,
+the turn's failure, a tool result) and everything the step learned (`RecordRows`: timeline
+events, audit rows, the spend of its calls, warnings, its route), all or, for the ending,
+nothing: a step that is not ours any more writes its record only. See docs/architecture.md,
+"The step".
+
+The statement is assembled from the pieces of `store.commit_sql` for the parts a step has (a
+variant per combination, built once and kept), and runs on the connection's psycopg cursor
+(`sql.Precompiled`)."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from psycopg.types.json import Jsonb
+from sqlalchemy import text
+
+from ..vocabulary import ToolSeverity, TurnStatus
+from . import commit_sql as sql
+from .budget import Alert
+from .db import Executor
+from .replies import Answer, ErrorDoc, ModelCallAudit, SessionCounters, TurnTotals, Usage
+from .repo import storable_json, storable_text
+from .sql import Precompiled
+from .step_record_rows import (
+    Parts,
+    RecordRows,
+    audits_param,
+    error_param,
+    events_param,
+    moves_param,
+    spends_param,
+    warnings_param,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StepKey:
+    """The step that ends, fenced by its attempt, and the ids every row it writes carries."""
+
+    session_id: uuid.UUID
+    turn_id: uuid.UUID
+    step_id: uuid.UUID
+    attempt: int
+    tenant_id: uuid.UUID
+    user: str | None = None
+    """The turn's end user (usage rows are keyed by it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewCall:
+    """A tool call a reply asks for, and the tool step that runs it."""
+
+    tool_call_id: uuid.UUID
+    step_id: uuid.UUID
+    step_no: int
+    call_id: str
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A model step's answer, counted in its session and turn."""
+
+    usage: Usage
+    message: Answer
+    audit: ModelCallAudit | None
+    """The audit row of the call that answered (None: no call, the depth notice)."""
+    model_steps: int
+    """1 for a model call's reply; 0 for the depth cap's notice."""
+    end: TurnStatus | None = None
+    """The turn's end when the reply ends it (`done`, or `failed` past the depth cap)."""
+    answer: str | None = None
+    error: ErrorDoc | None = None
+    summarize_window: int | None = None
+    """With `end`: a summarize step when the session holds more messages than this beyond
+    its summary."""
+    calls: tuple[NewCall, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """The step back to pending: claimable after `delay_s`, as attempt `next_attempt`."""
+
+    next_attempt: int
+    delay_s: float
+    error: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FailTurn:
+    """The step failed and its turn with it."""
+
+    error: ErrorDoc
+
+
+@dataclass(frozen=True, slots=True)
+class NewProposal:
+    """The proposal of a `propose_action` call, stored with its result."""
+
+    id: uuid.UUID
+    ttl_s: float
+    action: str
+    product: str
+    params: Mapping[str, Any]
+    rationale: str
+    blast_radius: str | None
+    reversible: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDone:
+    """A tool call's result (a tool step's, or an agent task's for the tool step it holds):
+    the batch of the model step that asked for it has one call fewer open."""
+
+    tool_call_id: uuid.UUID
+    call_id: str
+    name: str
+    content: str
+    is_error: bool
+    truncated: bool
+    severity: ToolSeverity
+    error_kind: str | None
+    latency_ms: int
+    audit_input: Mapping[str, Any]
+    audit_output: Mapping[str, Any]
+    proposal: NewProposal | None = None
+
+
+Ending = Reply | Release | FailTurn | ToolDone | None
+
+
+@dataclass(frozen=True, slots=True)
+class Closed:
+    """What the statement did. `owned`: the step was ours (its attempt, leased, its turn
+    running); `went`: its ending was written (a `gated` ending that found a later turn waiting
+    is owned but did not go). The record is written either way."""
+
+    owned: bool
+    went: bool
+    session: SessionCounters | None = None
+    turn: TurnTotals | None = None
+    cut_off: tuple[int, int] | None = None
+    summarize_step_id: uuid.UUID | None = None
+    next_step_id: uuid.UUID | None = None
+    """A tool result that completed its batch: the next model step."""
+    proposal: dict[str, Any] | None = None
+    alerts: list[Alert] = field(default_factory=list)
+
+
+_STATEMENTS: dict[tuple[Any, ...], Precompiled] = {}
+
+
+def _statement(key: tuple[Any, ...], build: Any) -> Precompiled:
+    found = _STATEMENTS.get(key)
+    if found is None:
+        found = _STATEMENTS[key] = Precompiled(text(build()))
+    return found
+
+
+def close_step(
+    db: Executor,
+    step: StepKey,
+    ending: Ending,
+    record: RecordRows,
+    *,
+    gated: bool = False,
+    alert_pct: float = 80.0,
+) -> Closed:
+    """Write the step's ending and its record in one statement (see the module's doc)."""
+    parts = record.parts
+    params = _record_params(step, record, alert_pct)
+    match ending:
+        case Reply():
+            gated = gated and ending.end is not None
+            shape = (ending.end is not None, bool(ending.calls), ending.audit is not None)
+            statement = _statement(
+                ("reply", shape, gated, parts), lambda: _reply(shape, gated, parts)
+            )
+            params.update(_reply_params(ending))
+        case FailTurn():
+            statement = _statement(("fail", gated, parts), lambda: _fail(gated, parts))
+            params["error"] = error_param(ending.error)
+        case Release():
+            statement = _statement(("release", parts), lambda: _release(parts))
+            params.update(
+                next_attempt=ending.next_attempt,
+                delay_s=max(ending.delay_s, 0.0),
+                error=None if ending.error is None else Jsonb(dict(ending.error)),
+            )
+        case ToolDone():
+            proposed = ending.proposal is not None
+            statement = _statement(("tool", proposed, parts), lambda: _tool(proposed, parts))
+            params.update(_tool_params(ending))
+        case None:
+            statement = _statement(("record", parts), lambda: _record_only(parts))
+    row = statement.one(db, params)
+    return _closed(row)
+
+
+def statement_texts() -> list[tuple[str, int]]:
+    """Every variant of the statement as the driver receives it, with its number of
+    parameters (for tests: each stays within what psycopg caches)."""
+    from sqlalchemy.dialects.postgresql import psycopg
+
+    dialect: Any = psycopg.dialect  # untyped in SQLAlchemy
+
+    builders: list[Any] = []
+    for parts in itertools.product((False, True), repeat=5):
+        for shape in itertools.product((False, True), repeat=3):
+            for gated in (False, True):
+                builders.append(lambda p=parts, sh=shape, g=gated: _reply(sh, g, p))
+        for gated in (False, True):
+            builders.append(lambda p=parts, g=gated: _fail(g, p))
+        builders.append(lambda p=parts: _release(p))
+        builders.append(lambda p=parts: _record_only(p))
+        for proposed in (False, True):
+            builders.append(lambda p=parts, pr=proposed: _tool(pr, p))
+    out = []
+    for build in builders:
+        compiled = text(build()).compile(dialect=dialect())
+        out.append((compiled.string, len(compiled.binds)))
+    return out
+
+
+# --- the statements --------------------------------------------------------------------------
+
+
+def _reply(shape: tuple[bool, bool, bool], gated: bool, parts: Parts) -> str:
+    ending, calls, audited = shape
+    s = sql.Statement()
+    sql.session_locks(s, gated=gated)
+    sql.reply(s, ending=ending, calls=calls, audited=audited, route=parts[4])
+    return sql.record(s, parts, turn=True)
+
+
+def _fail(gated: bool, parts: Parts) -> str:
+    s = sql.Statement()
+    sql.session_locks(s, gated=gated)
+    sql.fail(s, route=parts[4])
+    return sql.record(s, parts, turn=True)
+
+
+def _release(parts: Parts) -> str:
+    s = sql.Statement()
+    sql.release(s, route=parts[4], warnings=parts[3])
+    return sql.record(s, parts, turn=False)
+
+
+def _tool(proposed: bool, parts: Parts) -> str:
+    s = sql.Statement()
+    sql.tool_result(s, proposal=proposed)
+    return sql.record(s, parts, turn=False)
+
+
+def _record_only(parts: Parts) -> str:
+    s = sql.Statement()
+    sql.no_ending(s)
+    return sql.record(s, parts, turn=False)
+
+
+# --- parameters ------------------------------------------------------------------------------
+
+
+def _record_params(step: StepKey, record: RecordRows, alert_pct: float) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "session": step.session_id,
+        "turn": step.turn_id,
+        "step": step.step_id,
+        "attempt": step.attempt,
+        "tenant": step.tenant_id,
+        "user": step.user,
+    }
+    if record.events:
+        params["events"] = events_param(record.events)
+    if record.audits:
+        params["audits"] = audits_param(record.audits)
+    if record.spends:
+        params["spends"] = spends_param(record.spends)
+        params["moves"] = moves_param(record.spends)
+        params["alert_pct"] = alert_pct
+    if record.warnings:
+        params["warnings"] = warnings_param(record.warnings)
+    if record.route is not None or record.redactions is not None:
+        params["route"] = None if record.route is None else Jsonb(dict(record.route))
+        params["redactions"] = None if record.redactions is None else Jsonb(dict(record.redactions))
+    return params
+
+
+def _reply_params(reply: Reply) -> dict[str, Any]:
+    u, m = reply.usage, reply.message
+    params: dict[str, Any] = {
+        "add_input": u.input_tokens,
+        "add_output": u.output_tokens,
+        "add_cost": u.cost_usd,
+        "add_model_steps": reply.model_steps,
+        "provider": u.provider,
+        "model": u.model,
+        "fallback_from": u.fallback_from,
+        "input_tokens": u.input_tokens,
+        "output_tokens": u.output_tokens,
+        "cache_read_tokens": u.cache_read_tokens,
+        "cache_write_tokens": u.cache_write_tokens,
+        "cost_usd": u.cost_usd,
+        "latency_ms": u.latency_ms,
+        "message_id": m.id,
+        "content": m.content,
+        "message_calls": None if m.tool_calls is None else Jsonb(m.tool_calls),
+    }
+    if (a := reply.audit) is not None:
+        params.update(
+            call_name=a.name, call_input=Jsonb(dict(a.input)), call_output=Jsonb(dict(a.output))
+        )
+    if reply.end is not None:
+        params.update(
+            status=reply.end.value,
+            answer=reply.answer,
+            error=error_param(reply.error),
+            summarize_step_id=uuid.uuid4(),
+            summarize=reply.summarize_window is not None,
+            window=reply.summarize_window or 0,
+        )
+    if reply.calls:
+        params["calls"] = Jsonb(
+            [
+                {
+                    "id": str(c.tool_call_id),
+                    "step_id": str(c.step_id),
+                    "step_no": c.step_no,
+                    "call_id": storable_text(c.call_id),
+                    "name": storable_text(c.name),
+                    "arguments": storable_json(dict(c.arguments)),
+                }
+                for c in reply.calls
+            ]
+        )
+    return params
+
+
+def _tool_params(done: ToolDone) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "next_step_id": uuid.uuid4(),
+        "tool_call_id": done.tool_call_id,
+        "call_id": done.call_id,
+        "name": done.name,
+        "content": storable_text(done.content),
+        "is_error": done.is_error,
+        "truncated": done.truncated,
+        "severity": done.severity.value,
+        "error_kind": done.error_kind,
+        "latency_ms": done.latency_ms,
+        "message_id": uuid.uuid4(),
+        "audit_input": Jsonb(storable_json(dict(done.audit_input))),
+        "audit_output": Jsonb(storable_json(dict(done.audit_output))),
+    }
+    if (p := done.proposal) is not None:
+        params.update(
+            proposal_id=p.id,
+            proposal_ttl_s=p.ttl_s,
+            action=storable_text(p.action),
+            product=storable_text(p.product),
+            params=Jsonb(storable_json(dict(p.params))),
+            rationale=storable_text(p.rationale),
+            blast_radius=None if p.blast_radius is None else storable_text(p.blast_radius),
+            reversible=p.reversible,
+        )
+    return params
+
+
+# --- the result ------------------------------------------------------------------------------
+
+
+def _closed(row: Any) -> Closed:
+    fields = row._asdict()
+    counts, turn = fields.get("session_counts"), fields.get("turn")
+    cut_off = fields.get("cut_off")
+    return Closed(
+        owned=row.owned is not None,
+        went=row.went is not None,
+        session=None
+        if counts is None
+        else SessionCounters(
+            counts["last_message_seq"], counts["summary_upto_seq"], counts["last_turn_seq"]
+        ),
+        turn=None if turn is None or "seq" not in turn else _totals(turn),
+        cut_off=(cut_off[0], cut_off[1]) if cut_off else None,
+        summarize_step_id=fields.get("summarize_step_id"),
+        next_step_id=fields.get("next_step_id"),
+        proposal=fields.get("proposal"),
+        alerts=[Alert(a["key"], a["spent"], a["limit"]) for a in fields.get("alerts") or ()],
+    )
+
+
+def _totals(turn: dict[str, Any]) -> TurnTotals:
+    return TurnTotals(
+        uuid.UUID(turn["id"]),
+        turn["seq"],
+        TurnStatus(turn["status"]),
+        turn["input_tokens"],
+        turn["output_tokens"],
+        float(turn["cost_usd"]),
+        turn["error"],
+    )
+
+
+def write_record(
+    db: Executor, *, turn_id: uuid.UUID, rows: RecordRows, tenant_id: uuid.UUID | None = None
+) -> None:
+    """A record of something that is not a step's ending (a turn failed by the reconciler, an
+    agent's handoff), with the same pieces: its timeline events, in order."""
+    params: dict[str, Any] = {
+        "session": None,
+        "turn": turn_id,
+        "step": None,
+        "attempt": 0,
+        "tenant": tenant_id,
+        "user": None,
+    }
+    if rows.audits or rows.spends or rows.warnings or rows.route is not None:
+        raise ValueError("a record without a step holds timeline events only")
+    if not rows.events:
+        return
+    params["events"] = events_param(rows.events)
+    statement = _statement(("record", rows.parts), lambda: _record_only(rows.parts))
+    statement.one(db, params)
