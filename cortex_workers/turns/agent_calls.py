@@ -24,11 +24,11 @@ from ..runtime import Runtime
 from ..store import agent_tasks, new_turns, repo
 from ..store.db import transaction
 from ..store.models import AgentTask
-from ..store.step_commit import write_record
+from ..store.step_commit import StepKey, ToolDone, write_record
 from ..store.step_record_rows import RecordRows, TimelineRow
 from ..streaming import emit_batch_event
 from ..vocabulary import AgentMode, StepKind, TaskStatus, TimelineKind, ToolSeverity
-from .agent_results import CallResult, announce_task, result_text, store_call_result
+from .agent_results import agent_result, announce_task, result_text, store_call_result
 from .steps import AgentTaskRef, NextStep, Publish
 
 HOLD_SLACK_S = 60.0
@@ -51,13 +51,12 @@ class AgentCall:
     tenant_id: uuid.UUID
     model_step_no: int
 
-    def result(self, content: str, *, is_error: bool = False) -> CallResult:
-        return CallResult(
-            session_id=self.session_id,
-            tenant_id=self.tenant_id,
-            turn_id=self.turn_id,
-            step_id=self.step_id,
-            attempt=self.attempt,
+    @property
+    def step(self) -> StepKey:
+        return StepKey(self.session_id, self.turn_id, self.step_id, self.attempt, self.tenant_id)
+
+    def result(self, content: str, *, is_error: bool = False) -> ToolDone:
+        return agent_result(
             tool_call_id=self.tool_call_id,
             call_id=self.call_id,
             name=self.name,
@@ -76,7 +75,7 @@ def start_call(rt: Runtime, call: AgentCall) -> list[Publish]:
     with transaction(rt.db) as db:
         repo.get_session(db, call.session_id, lock=True)  # the lock comes first
         if problem is not None:
-            stored = store_call_result(db, call.result(problem, is_error=True))
+            stored = store_call_result(db, call.step, call.result(problem, is_error=True))
             _emit_result(rt, call, problem, is_error=True, stored=stored is not None)
             return list(stored or [])
         task, created = agent_tasks.create(db, _new_task(call, card))
@@ -115,10 +114,10 @@ def _answer_now(db: Db, call: AgentCall, task: AgentTask) -> list[NextStep] | No
     foreground task that ended before this (re)delivery; None to wait for the task."""
     if task.mode == AgentMode.BACKGROUND:
         content = json.dumps({"task_id": str(task.id), "agent": task.agent, "status": "working"})
-        return store_call_result(db, call.result(content)) or []
+        return store_call_result(db, call.step, call.result(content)) or []
     if TaskStatus(task.status).is_terminal:
         content, is_error = result_text(task)
-        return store_call_result(db, call.result(content, is_error=is_error)) or []
+        return store_call_result(db, call.step, call.result(content, is_error=is_error)) or []
     return None
 
 

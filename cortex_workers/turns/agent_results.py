@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.orm import Session as Db
@@ -53,67 +52,56 @@ def result_text(task: AgentTask) -> tuple[str, bool]:
     return json.dumps({"status": task.status, "error": error.get("message", "")}), True
 
 
-@dataclass(frozen=True, slots=True)
-class CallResult:
-    """A tool call's result, stored by `store_call_result`."""
-
-    session_id: uuid.UUID
-    tenant_id: uuid.UUID
-    turn_id: uuid.UUID
-    step_id: uuid.UUID
-    attempt: int
-    tool_call_id: uuid.UUID
-    call_id: str
-    name: str
-    content: str
-    is_error: bool
-    arguments: dict[str, Any]
-
-
-def store_call_result(db: Executor, r: CallResult) -> list[NextStep] | None:
-    """Store an agent call's tool result (fenced by the tool step's attempt) and, when it
-    completes the batch, the turn's next model step, in the one statement a tool step ends
-    with; None when it was not ours to store."""
-    done = ToolDone(
-        tool_call_id=r.tool_call_id,
-        call_id=r.call_id,
-        name=r.name,
-        content=r.content,
-        is_error=r.is_error,
+def agent_result(
+    *,
+    tool_call_id: uuid.UUID,
+    call_id: str,
+    name: str,
+    content: str,
+    is_error: bool,
+    arguments: dict[str, Any],
+) -> ToolDone:
+    """An agent call's answer as its tool step's result (the value every tool result is)."""
+    return ToolDone(
+        tool_call_id=tool_call_id,
+        call_id=call_id,
+        name=name,
+        content=content,
+        is_error=is_error,
         truncated=False,
-        severity=ToolSeverity.ERROR if r.is_error else ToolSeverity.OK,
-        error_kind="agent" if r.is_error else None,
+        severity=ToolSeverity.ERROR if is_error else ToolSeverity.OK,
+        error_kind="agent" if is_error else None,
         latency_ms=0,
-        audit_input={"arguments": r.arguments},
-        audit_output={"chars": len(r.content), "agent": True},
+        audit_input={"arguments": arguments},
+        audit_output={"chars": len(content), "agent": True},
     )
-    key = StepKey(r.session_id, r.turn_id, r.step_id, r.attempt, r.tenant_id)
-    closed = close_step(db, key, done, RecordRows())
+
+
+def store_call_result(db: Executor, step: StepKey, done: ToolDone) -> list[NextStep] | None:
+    """Store an agent call's tool result (fenced by the tool step's attempt) and, when it
+    completes the batch, the turn's next model step, with the one statement a tool step ends
+    with; None when it was not ours to store."""
+    closed = close_step(db, step, done, RecordRows())
     if not closed.went:
         return None
-    return step_ref(closed.next_step_id, StepKind.MODEL, turn_id=r.turn_id, session_id=r.session_id)
+    return step_ref(
+        closed.next_step_id, StepKind.MODEL, turn_id=step.turn_id, session_id=step.session_id
+    )
 
 
 def answer_parent(db: Db, task: AgentTask) -> list[NextStep]:
     """A foreground task's answer as its call's tool result."""
     content, is_error = result_text(task)
-    stored = store_call_result(
-        db,
-        CallResult(
-            session_id=task.session_id,
-            tenant_id=task.tenant_id,
-            turn_id=task.turn_id,
-            step_id=task.step_id,
-            attempt=task.step_attempt,
-            tool_call_id=task.tool_call_id,
-            call_id=task.call_id,
-            name=f"{task.agent}_agent",
-            content=content,
-            is_error=is_error,
-            arguments=task.input or {},
-        ),
+    step = StepKey(task.session_id, task.turn_id, task.step_id, task.step_attempt, task.tenant_id)
+    done = agent_result(
+        tool_call_id=task.tool_call_id,
+        call_id=task.call_id,
+        name=f"{task.agent}_agent",
+        content=content,
+        is_error=is_error,
+        arguments=task.input or {},
     )
-    return stored or []
+    return store_call_result(db, step, done) or []
 
 
 def complete(

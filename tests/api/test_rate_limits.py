@@ -172,6 +172,6 @@ def test_an_unlimited_tenant_touches_no_redis(set_limits: SetLimits) -> None:
     set_limits(tenant_turns_per_minute=0, tenant_sessions_per_minute=0)
     rt = get_runtime()
     tenant = uuid.uuid4()
-    take_turn(rt, tenant, "some-key")
+    take_turn(rt, tenant)
     take_session(rt, tenant)
     assert not rt.redis.keys(f"*{tenant}*")
