@@ -335,7 +335,7 @@ def _with_view(step: Any) -> Any:
 
 
 def _guard_columns(claimed: Any) -> list[Any]:
-    """What the tool loop's guards read about a call (`turns.loop_guard`): the turn's earlier
+    """What the tool loop's guards read about a call (`turns.guards.loop`): the turn's earlier
     calls of the same tool (with the same arguments), and the batch's earlier calls still
     open."""
     c, tc = claimed.c, tool_calls_table.c

@@ -8,7 +8,7 @@ from celery import shared_task
 
 from ..dispatch import publish
 from ..queues import RUN_AGENT_TASK
-from ..turns.agent_runner import run_agent_task as run
+from ..turns.agents.runner import run_agent_task as run
 
 
 @shared_task(name=RUN_AGENT_TASK, ignore_result=True)

@@ -18,7 +18,7 @@ from ..store.step_views import HistoryEntry, ModelStepView
 from ..vocabulary import LlmMode
 from ..whiteboard import offered_to
 from . import step_plan
-from .modes import mode_in_force, route_spec
+from .guards.modes import mode_in_force, route_spec
 from .step_plan import StepPlan
 
 
@@ -155,7 +155,7 @@ def load_model_context(
 
 def model_context(rt: Runtime, claim: Claim, view: ModelStepView, plan: StepPlan) -> ModelContext:
     """What a model step sends, from what its claim read and its plan (no I/O)."""
-    from .agent_context import agent_additions  # it builds on this module's helpers
+    from .agents.context import agent_additions  # it builds on this module's helpers
 
     rows = [_Seen.of(m) for m in view.history]
     system_prompt = (

@@ -16,10 +16,10 @@ from ..store import repo, tenant_admin
 from ..store.db import transaction
 from ..store.models import Session
 from ..vocabulary import BudgetScope
-from .budget_gate import money_states
 from .context import ModelContext, coherent, system_messages, to_message
-from .guarded_call import preview_call, route_record
-from .modes import mode_in_force, route_spec
+from .guards.admission import money_states
+from .guards.modes import mode_in_force, route_spec
+from .guards.route import preview_call, route_record
 
 
 @dataclass(frozen=True, slots=True)

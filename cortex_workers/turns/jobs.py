@@ -33,8 +33,8 @@ from ..store import webhooks
 from ..store.db import transaction
 from ..store.job_tables import Job
 from ..vocabulary import JobStatus, WebhookEventType
+from .guards.rate_limit import record_output_tokens, take_rate_limit
 from .job_spend import reserve_call
-from .routing import record_output_tokens, take_rate_limit
 from .spend import Admitted, settling
 
 log = logging.getLogger(__name__)

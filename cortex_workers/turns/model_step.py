@@ -32,17 +32,18 @@ from ..store.step_record_rows import AuditRow
 from ..store.steps import Claim
 from ..streaming import StepStream, emit_batch_event, tool_results_emitted
 from ..vocabulary import DecisionKind, StepKind, TimelineKind, ToolCallStatus, ToolSeverity
-from . import recovery, step_plan
+from . import step_plan
+from .closing import close_model_step
 from .context import ModelContext, model_context
-from .guarded_call import CallPlan, plan_call, rerouted
-from .guarded_stream import Answered, Sink, stream_answer
-from .guards import budget
+from .guards import budget, recovery
+from .guards.loop import offered
+from .guards.rate_limit import record_output_tokens, take_rate_limit
+from .guards.restore import Answered, Sink, stream_answer
+from .guards.route import CallPlan, plan_call, rerouted
 from .leases import Lease, keeper
 from .liveness import holder
-from .loop_guard import offered
 from .observe import StepOutcome, count_step, step_scope
-from .outcome import Abandon, Commit, Defer, Fail, Outcome, Retry, close_model_step
-from .routing import record_output_tokens, take_rate_limit
+from .outcome import Abandon, Commit, Defer, Fail, Outcome, Retry
 from .step_plan import StepPlan
 from .step_record import StepRecord
 from .steps import NextStep
@@ -163,7 +164,7 @@ def _paid(
 
 
 class _Funds:
-    """The step's budget for frugal's second call (`guarded_stream.Funds`)."""
+    """The step's budget for frugal's second call (`guards.restore.Funds`)."""
 
     def __init__(
         self, rt: Runtime, caller: budget.Caller, plan: StepPlan, record: StepRecord

@@ -20,7 +20,7 @@ from ..store import steps as step_store
 from ..store import workers as worker_store
 from ..store.db import transaction
 from ..vocabulary import StepKind, StepStatus, TurnStatus
-from .agent_sweep import AgentSweep, sweep_agent_tasks
+from .agents.sweep import AgentSweep, sweep_agent_tasks
 from .lifecycle import Ended, announce, fail_turn, promote_next
 from .proposals import expire_due as expire_proposals
 from .spend import report_alerts

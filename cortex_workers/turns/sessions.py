@@ -17,7 +17,7 @@ from ..store.models import Session, Tenant
 from ..store.whiteboard import create_board
 from ..vocabulary import LlmMode
 from ..whiteboard import offered_to
-from .modes import AUTO, check_session_mode, mode_in_force
+from .guards.modes import AUTO, check_session_mode, mode_in_force
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,11 +22,11 @@ from ..store.steps import Claim
 from ..vocabulary import LlmMode, StepKind
 from . import spend
 from .context import to_message
-from .degradation import kept_previous
-from .guarded_call import summary_call
+from .guards.degradation import kept_previous
+from .guards.modes import AUTO, mode_in_force
+from .guards.route import summary_call
 from .leases import keeper
 from .liveness import holder
-from .modes import AUTO, mode_in_force
 from .observe import StepOutcome, count_step, model_call, step_scope
 from .step_record import StepRecord
 from .steps import NextStep

@@ -27,11 +27,11 @@ from ..store.steps import Claim
 from ..streaming import emit_batch_event
 from ..tools import Limits, ToolContext, ToolOutcome, run_call
 from ..vocabulary import ProposalStatus, StepKind, TimelineKind
-from .agent_calls import AgentCall, start_call
-from .anomalies import detected
+from .agents.calls import AgentCall, start_call
+from .guards.anomalies import detected
+from .guards.loop import WAIT_S, judge
 from .leases import keeper
 from .liveness import holder
-from .loop_guard import WAIT_S, judge
 from .observe import StepOutcome, count_step, step_scope, tool_ran, tool_run
 from .step_record import StepRecord
 from .steps import NextStep, Publish

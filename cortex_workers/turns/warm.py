@@ -20,7 +20,7 @@ from sqlalchemy import text
 from ..messages import Message
 from ..privacy import redact_messages
 from ..runtime import Runtime
-from .guarded_call import privacy_policy
+from .guards.route import privacy_policy
 from .leases import keeper
 
 log = logging.getLogger(__name__)

@@ -16,9 +16,10 @@ from cortex_workers.store import repo
 from cortex_workers.store.claims import Claim, model_step_view
 from cortex_workers.store.db import transaction
 from cortex_workers.turns import step_plan
+from cortex_workers.turns.closing import close_model_step
 from cortex_workers.turns.context import ModelContext
 from cortex_workers.turns.guards import budget
-from cortex_workers.turns.outcome import Fail, Retry, close_model_step
+from cortex_workers.turns.outcome import Fail, Retry
 from cortex_workers.turns.step_plan import StepPlan
 from cortex_workers.turns.step_record import StepRecord
 from cortex_workers.vocabulary import StepKind, TurnStatus

@@ -1,6 +1,6 @@
 """A stack whose processes reach Postgres and Redis through counting proxies (`wire_counter`):
 an API, an `llm` worker and a `tools` worker, each with its own pair of proxies, on a broker of
-their own (Redis db 11), with the default settings of the features (no budget limit, no
+their own (Redis db 12), with the default settings of the features (no budget limit, no
 recovery policy, no loop-guard limit): what a plain deployment runs."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from sqlalchemy.engine import make_url
 from support import Api, Stack, Workers, api_ready, free_port, wait_until
 from wire_counter import PostgresCounter, RedisCounter
 
-BROKER_DB = 11
+BROKER_DB = 12
 
 
 def _proxied(url: str, port: int, **query: str) -> str:

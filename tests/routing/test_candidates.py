@@ -13,7 +13,7 @@ from cortex_workers.providers.latency import latency_of, record_latency
 from cortex_workers.routing import RouteSpec
 from cortex_workers.runtime import Runtime
 from cortex_workers.settings import ModelSettings, get_settings
-from cortex_workers.turns.route_choice import candidates, decide_route
+from cortex_workers.turns.guards.route_choice import candidates, decide_route
 from cortex_workers.vocabulary import ModelTier
 
 

@@ -14,7 +14,7 @@ from ...dispatch import publish
 from ...store import agent_tasks
 from ...store.db import transaction
 from ...store.models import AgentTask
-from ...turns.agent_cancel import cancel_task
+from ...turns.agents.cancel import cancel_task
 from ...vocabulary import AgentKind, AgentMode, TaskStatus
 from ..deps import RuntimeDep, TenantDep
 from ..views import require_session

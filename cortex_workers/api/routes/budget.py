@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from ...budget import day_window, micros_to_usd
 from ...errors import InvalidRequest
 from ...store import usage as usage_store
-from ...turns.budget_gate import money_states
+from ...turns.guards.admission import money_states
 from ...turns.spend import limits_for
 from ...vocabulary import BudgetScope
 from ..deps import RuntimeDep, TenantDep

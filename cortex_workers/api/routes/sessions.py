@@ -12,8 +12,8 @@ from ...dispatch import publish
 from ...store import repo
 from ...store.db import transaction
 from ...turns import sessions
-from ...turns.budget_gate import admit_turn, replayed
 from ...turns.dry_run import dry_run
+from ...turns.guards.admission import admit_turn, replayed
 from ...turns.submit import submit_turn
 from ..deps import CallerDep, RuntimeDep, TenantDep
 from ..ratelimit import take_session, take_turn

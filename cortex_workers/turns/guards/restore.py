@@ -12,7 +12,7 @@ from typing import Protocol
 
 import redis
 
-from ..messages import (
+from ...messages import (
     Completion,
     CompletionBuilder,
     ModelRequest,
@@ -20,18 +20,17 @@ from ..messages import (
     ToolCall,
     WarningEvent,
 )
-from ..privacy import Restorer, restore_text, restore_value
-from ..providers.latency import record_latency
-from ..providers.registry import Route
-from ..runtime import Runtime
-from ..store.step_record_rows import AuditRow
-from ..vocabulary import DecisionKind
+from ...privacy import Restorer, restore_text, restore_value
+from ...providers.latency import record_latency
+from ...providers.registry import Route
+from ...runtime import Runtime
+from ...store.step_record_rows import AuditRow
+from ...vocabulary import DecisionKind
+from ..guards.budget import Admitted
+from ..observe import model_call
+from ..step_record import StepRecord
 from .frugal import MARKER, MarkerFilter, escalation_reason
-from .guarded_call import CallPlan, route_record
-from .guards.budget import Admitted
-from .observe import model_call
-from .routing import provider_for
-from .step_record import StepRecord
+from .route import CallPlan, provider_for, route_record
 
 log = logging.getLogger(__name__)
 

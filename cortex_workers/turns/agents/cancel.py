@@ -1,5 +1,5 @@
 """Stopping agent tasks: cancelled over the API, or orphaned (a foreground call whose calling
-turn ended first). The task ends like any other (`agent_results.complete`), and a sub-agent's
+turn ended first). The task ends like any other (`results.complete`), and a sub-agent's
 child turn is cancelled with it."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ..errors import ConflictError, NotFound
-from ..runtime import Runtime
-from ..store import agent_tasks, repo
-from ..store.db import transaction
-from ..vocabulary import TaskStatus, TurnStatus
-from .agent_results import complete
-from .lifecycle import announce, end_turn
-from .steps import NextStep
+from ...errors import ConflictError, NotFound
+from ...runtime import Runtime
+from ...store import agent_tasks, repo
+from ...store.db import transaction
+from ...vocabulary import TaskStatus, TurnStatus
+from ..lifecycle import announce, end_turn
+from ..steps import NextStep
+from .results import complete
 
 CANCELLED = {"code": "canceled", "message": "the task was cancelled"}
 ORPHANED = {"code": "canceled", "message": "the calling turn ended before the agent answered"}

@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..messages import Message
-from ..recovery_settings import RecoverySettings
-from ..runtime import Runtime
-from ..store.step_views import ToolStepView
-from ..tools import ToolOutcome
-from ..vocabulary import AnomalyKind, ToolSeverity
-from .context import ModelContext
+from ...messages import Message
+from ...recovery_settings import RecoverySettings
+from ...runtime import Runtime
+from ...store.step_views import ToolStepView
+from ...tools import ToolOutcome
+from ...vocabulary import AnomalyKind, ToolSeverity
+from ..context import ModelContext
 
 WAIT_S = 0.25
 """How long a call past `max_parallel_tools` waits before it looks again."""

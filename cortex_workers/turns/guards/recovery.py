@@ -15,16 +15,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import Completion
-from ..providers.latency import before_last
-from ..providers.registry import Route
-from ..runtime import Runtime
-from ..store.steps import Claim
-from ..vocabulary import AnomalyKind, RecoveryAction
+from ...messages import Completion
+from ...providers.latency import before_last
+from ...providers.registry import Route
+from ...runtime import Runtime
+from ...store.steps import Claim
+from ...vocabulary import AnomalyKind, RecoveryAction
+from ..context import ModelContext
+from ..outcome import Fail, Outcome, Retry, Rollback
+from ..step_record import StepRecord
 from .anomalies import detected, recovered
-from .context import ModelContext
-from .outcome import Fail, Outcome, Retry, Rollback
-from .step_record import StepRecord
 
 log = logging.getLogger(__name__)
 

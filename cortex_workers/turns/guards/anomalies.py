@@ -9,10 +9,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ..observability.metrics import count_anomaly, count_recovery
-from ..runtime import Runtime
-from ..vocabulary import AnomalyKind, RecoveryAction, TimelineKind
-from .step_record import StepRecord
+from ...observability.metrics import count_anomaly, count_recovery
+from ...runtime import Runtime
+from ...vocabulary import AnomalyKind, RecoveryAction, TimelineKind
+from ..step_record import StepRecord
 
 log = logging.getLogger(__name__)
 

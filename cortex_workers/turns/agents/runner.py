@@ -9,16 +9,16 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from ..agents.a2a import RemoteCall, run_remote
-from ..agents.cards import A2aCard, AgentCard, PythonCard
-from ..agents.python import AgentContext, Outcome, run_handler
-from ..runtime import Runtime, get_runtime
-from ..store import agent_tasks
-from ..store.db import transaction
-from ..store.models import AgentTask
-from ..vocabulary import TaskStatus
-from .agent_results import announce_task, complete
-from .steps import NextStep
+from ...agents.a2a import RemoteCall, run_remote
+from ...agents.cards import A2aCard, AgentCard, PythonCard
+from ...agents.python import AgentContext, Outcome, run_handler
+from ...runtime import Runtime, get_runtime
+from ...store import agent_tasks
+from ...store.db import transaction
+from ...store.models import AgentTask
+from ...vocabulary import TaskStatus
+from ..steps import NextStep
+from .results import announce_task, complete
 
 
 def run_agent_task(task_id: uuid.UUID) -> list[NextStep]:

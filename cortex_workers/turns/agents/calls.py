@@ -2,7 +2,7 @@
 
 The step stores the call's task once (per tool call). A background call's tool result is
 `{"task_id", "agent", "status": "working"}` at once; a foreground call leaves its tool step
-leased until the task's deadline and the task's end stores the result (`agent_results`), so
+leased until the task's deadline and the task's end stores the result (`turns.agents.results`), so
 the batch joins in Postgres as tool calls do and no worker waits. An `llm` agent runs as a
 child turn in a child session; `python` and `a2a` agents run on the `agents` queue.
 """
@@ -18,18 +18,18 @@ from typing import Any
 import jsonschema
 from sqlalchemy.orm import Session as Db
 
-from ..agents.cards import AgentCard, LlmCard
-from ..messages import AgentStarted, ToolResultReady
-from ..runtime import Runtime
-from ..store import agent_tasks, new_turns, repo
-from ..store.db import transaction
-from ..store.models import AgentTask
-from ..store.step_commit import StepKey, ToolDone, write_record
-from ..store.step_record_rows import RecordRows, TimelineRow
-from ..streaming import emit_batch_event
-from ..vocabulary import AgentMode, StepKind, TaskStatus, TimelineKind, ToolSeverity
-from .agent_results import agent_result, announce_task, result_text, store_call_result
-from .steps import AgentTaskRef, NextStep, Publish
+from ...agents.cards import AgentCard, LlmCard
+from ...messages import AgentStarted, ToolResultReady
+from ...runtime import Runtime
+from ...store import agent_tasks, new_turns, repo
+from ...store.db import transaction
+from ...store.models import AgentTask
+from ...store.step_commit import StepKey, ToolDone, write_record
+from ...store.step_record_rows import RecordRows, TimelineRow
+from ...streaming import emit_batch_event
+from ...vocabulary import AgentMode, StepKind, TaskStatus, TimelineKind, ToolSeverity
+from ..steps import AgentTaskRef, NextStep, Publish
+from .results import agent_result, announce_task, result_text, store_call_result
 
 HOLD_SLACK_S = 60.0
 """A foreground call's tool step stays leased this long past its task's deadline (the

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import uuid
 
-from ..store.db import Executor
-from ..whiteboard import apply_whiteboard_suggestion
+from ...store.db import Executor
+from ...whiteboard import apply_whiteboard_suggestion
 
 
 def child_answered(db: Executor, parent_session_id: uuid.UUID, answer: str, *, agent: str) -> str:

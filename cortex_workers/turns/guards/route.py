@@ -6,20 +6,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..errors import TerminalError
-from ..messages import ModelRequest
-from ..privacy import PrivacyPolicy, Redacted, redact_messages
-from ..providers.registry import Route
-from ..routing import RouteDecision, RouteSpec
-from ..runtime import Runtime
-from ..store.steps import Claim
-from ..vocabulary import LlmMode, ModelTier, TimelineKind
-from .context import ModelContext
+from ...errors import TerminalError
+from ...messages import ModelRequest
+from ...privacy import PrivacyPolicy, Redacted, redact_messages
+from ...providers.base import Provider
+from ...providers.prompt_tools import PromptToolsProvider
+from ...providers.registry import Route
+from ...routing import RouteDecision, RouteSpec
+from ...runtime import Runtime
+from ...store.steps import Claim
+from ...vocabulary import LlmMode, ModelTier, TimelineKind
+from ..context import ModelContext
+from ..step_record import StepRecord
 from .frugal import fast_route, with_note
 from .modes import LOCAL_ONLY_CODE, local_providers, provider_is_local
 from .route_choice import decide_route, routes_of
-from .routing import pick_route
-from .step_record import StepRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,25 @@ def redact_for(rt: Runtime, provider: str, request: ModelRequest) -> Redacted | 
     if provider_is_local(rt, provider) or not policy.active:
         return None
     return redact_messages(request.messages, policy)
+
+
+def pick_route(rt: Runtime, ctx: ModelContext, *, attempt: int) -> Route:
+    """Attempts go to the session's provider, then to backups and fallbacks; providers that
+    are cooling down are skipped."""
+    registry = rt.providers
+    routes = registry.routes(ctx.provider, ctx.model)
+    if len(routes) == 1:
+        return routes[0]
+    cooling = set(rt.health.cooling([r.provider for r in routes]))
+    return registry.choose(routes, attempt=attempt, cooling=cooling)
+
+
+def provider_for(rt: Runtime, route: Route, request: ModelRequest) -> Provider:
+    """The provider instance, speaking tools through the prompt when the model cannot."""
+    provider = rt.providers.get(route.provider)
+    if request.tools and not rt.providers.native_tools(route.provider, route.model):
+        return PromptToolsProvider(provider)
+    return provider
 
 
 def _local_route(rt: Runtime, ctx: ModelContext, route: Route, attempt: int) -> Route:

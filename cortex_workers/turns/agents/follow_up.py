@@ -13,11 +13,11 @@ import uuid
 from sqlalchemy import update
 from sqlalchemy.orm import Session as Db
 
-from ..runtime import Runtime
-from ..store import new_turns
-from ..store.models import AgentTask, Turn
-from .lifecycle import promote_next
-from .steps import NextStep
+from ...runtime import Runtime
+from ...store import new_turns
+from ...store.models import AgentTask, Turn
+from ..lifecycle import promote_next
+from ..steps import NextStep
 
 TASK_TRIGGER = "task"
 

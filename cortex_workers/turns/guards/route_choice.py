@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from ..messages import ModelRequest
-from ..providers.latency import latency_of
-from ..providers.locality import is_local
-from ..providers.registry import Route
-from ..routing import Candidate, RouteDecision, RouteSpec, choose_route
-from ..runtime import Runtime
-from ..vocabulary import ModelCapability, ModelTier
-from .routing import estimate_input_tokens
+from ...messages import ModelRequest
+from ...providers.latency import latency_of
+from ...providers.locality import is_local
+from ...providers.registry import Route
+from ...routing import Candidate, RouteDecision, RouteSpec, choose_route
+from ...runtime import Runtime
+from ...vocabulary import ModelCapability, ModelTier
+from .rate_limit import estimate_input_tokens
 
 KEYLESS_BUILTINS = frozenset({"scripted", "ollama"})
 """Built-ins usable without any configuration: offered to the router only when configured."""

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..runtime import Runtime
-from ..store import agent_tasks
-from ..store.db import transaction
-from ..vocabulary import TaskStatus
-from .agent_cancel import ORPHANED, stop_task
-from .agent_results import child_turn_ended, complete
-from .steps import AgentTaskRef, NextStep
+from ...runtime import Runtime
+from ...store import agent_tasks
+from ...store.db import transaction
+from ...vocabulary import TaskStatus
+from ..steps import AgentTaskRef, NextStep
+from .cancel import ORPHANED, stop_task
+from .results import child_turn_ended, complete
 
 
 @dataclass

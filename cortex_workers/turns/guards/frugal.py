@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..messages import Completion, Message, ModelRequest
-from ..providers.registry import Route
-from ..runtime import Runtime
+from ...messages import Completion, Message, ModelRequest
+from ...providers.registry import Route
+from ...runtime import Runtime
 
 MARKER = "[[NEED_MORE_CONTEXT]]"
 MARKER_NOTE = (

@@ -7,13 +7,13 @@ import json
 import uuid
 from dataclasses import dataclass
 
-from ..messages import Message, ToolSpec
-from ..runtime import Runtime
-from ..store import agent_tasks
-from ..store.step_views import ModelStepView
-from ..vocabulary import TaskStatus
-from .context import as_data
-from .step_plan import StepPlan
+from ...messages import Message, ToolSpec
+from ...runtime import Runtime
+from ...store import agent_tasks
+from ...store.step_views import ModelStepView
+from ...vocabulary import TaskStatus
+from ..context import as_data
+from ..step_plan import StepPlan
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,10 +4,10 @@ the previous summary (the next turn folds again). See docs/checkpoints.md."""
 
 from __future__ import annotations
 
-from ..runtime import Runtime
-from ..vocabulary import AnomalyKind, RecoveryAction
+from ...runtime import Runtime
+from ...vocabulary import AnomalyKind, RecoveryAction
+from ..step_record import StepRecord
 from .anomalies import detected, recovered
-from .step_record import StepRecord
 
 
 def kept_previous(rt: Runtime, record: StepRecord, previous: str | None, summary: str) -> bool:

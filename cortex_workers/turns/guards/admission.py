@@ -13,19 +13,19 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..budget import BudgetExhausted, CallEstimate, estimate_call, session_cap_error
-from ..budget.policy import UserRateLimited
-from ..errors import NotFound
-from ..messages import Message, ModelRequest
-from ..providers.limits import Limit, RateLimiter
-from ..runtime import Runtime
-from ..store import repo
-from ..store import usage as usage_store
-from ..store.db import autocommit, autocommit_connection
-from ..store.models import Session, Turn
-from ..store.usage import Counter
-from ..vocabulary import BudgetScope, RateLimitKind
-from .spend import limits_for, scope_limits
+from ...budget import BudgetExhausted, CallEstimate, estimate_call, session_cap_error
+from ...budget.policy import UserRateLimited
+from ...errors import NotFound
+from ...messages import Message, ModelRequest
+from ...providers.limits import Limit, RateLimiter
+from ...runtime import Runtime
+from ...store import repo
+from ...store import usage as usage_store
+from ...store.db import autocommit, autocommit_connection
+from ...store.models import Session, Turn
+from ...store.usage import Counter
+from ...vocabulary import BudgetScope, RateLimitKind
+from ..spend import limits_for, scope_limits
 
 HOUR_S = 3600.0
 

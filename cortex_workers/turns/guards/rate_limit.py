@@ -1,37 +1,16 @@
-"""Which provider and model an attempt uses, and the shared limits it must respect."""
+"""The shared rate limits a provider call must respect (`[llm.rate_limits]`): one request and
+its estimated input tokens are taken before the call, its output tokens counted after it."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 
-from ..messages import ModelRequest
-from ..providers.base import Provider
-from ..providers.limits import Limit
-from ..providers.prompt_tools import PromptToolsProvider
-from ..providers.registry import Route
-from ..runtime import Runtime
-from ..vocabulary import RateLimitKind
-from .context import ModelContext
-
-
-def pick_route(rt: Runtime, ctx: ModelContext, *, attempt: int) -> Route:
-    """Attempts go to the session's provider, then to backups and fallbacks; providers that
-    are cooling down are skipped."""
-    registry = rt.providers
-    routes = registry.routes(ctx.provider, ctx.model)
-    if len(routes) == 1:
-        return routes[0]
-    cooling = set(rt.health.cooling([r.provider for r in routes]))
-    return registry.choose(routes, attempt=attempt, cooling=cooling)
-
-
-def provider_for(rt: Runtime, route: Route, request: ModelRequest) -> Provider:
-    """The provider instance, speaking tools through the prompt when the model cannot."""
-    provider = rt.providers.get(route.provider)
-    if request.tools and not rt.providers.native_tools(route.provider, route.model):
-        return PromptToolsProvider(provider)
-    return provider
+from ...messages import ModelRequest
+from ...providers.limits import Limit
+from ...providers.registry import Route
+from ...runtime import Runtime
+from ...vocabulary import RateLimitKind
 
 
 def estimate_input_tokens(request: ModelRequest) -> int:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidRequest
-from ..providers.locality import is_local
-from ..routing import RouteSpec
-from ..runtime import Runtime
-from ..settings import Settings
-from ..vocabulary import LlmMode
+from ...errors import InvalidRequest
+from ...providers.locality import is_local
+from ...routing import RouteSpec
+from ...runtime import Runtime
+from ...settings import Settings
+from ...vocabulary import LlmMode
 
 STRICTNESS = (LlmMode.NORMAL, LlmMode.FRUGAL, LlmMode.LOCAL_ONLY)
 LOCAL_ONLY_CODE = "local_only"

@@ -11,18 +11,18 @@ from typing import Any
 
 from sqlalchemy.orm import Session as Db
 
-from ..messages import AgentDone, TaskChanged, ToolResultReady
-from ..runtime import Runtime
-from ..store import agent_tasks, repo
-from ..store.db import Executor, transaction
-from ..store.models import AgentTask
-from ..store.step_commit import StepKey, ToolDone, close_step
-from ..store.step_record_rows import RecordRows
-from ..streaming import emit_batch_event, emit_session_notice
-from ..vocabulary import AgentMode, StepKind, TaskStatus, ToolSeverity, TurnStatus
-from . import agent_hooks
+from ...messages import AgentDone, TaskChanged, ToolResultReady
+from ...runtime import Runtime
+from ...store import agent_tasks, repo
+from ...store.db import Executor, transaction
+from ...store.models import AgentTask
+from ...store.step_commit import StepKey, ToolDone, close_step
+from ...store.step_record_rows import RecordRows
+from ...streaming import emit_batch_event, emit_session_notice
+from ...vocabulary import AgentMode, StepKind, TaskStatus, ToolSeverity, TurnStatus
+from ..steps import NextStep, step_ref
+from . import hooks as agent_hooks
 from .follow_up import queue_follow_up
-from .steps import NextStep, step_ref
 
 
 def task_event(task: AgentTask) -> TaskChanged:
