@@ -30,8 +30,11 @@ def celery_config(stack: Stack) -> dict[str, Any]:
     from cortex_workers.settings import get_settings
 
     base, _, _ = stack.redis_url.rpartition("/")
-    settings = get_settings().model_copy(update={"broker_url": f"{base}/{BROKER_DB}"})
-    return celery_settings(settings)
+    url = f"{base}/{BROKER_DB}"
+    config = celery_settings(get_settings().model_copy(update={"broker_url": url}))
+    # Celery prefers the environment's CELERY_BROKER_URL (the shared workers' broker, which the
+    # stack sets) to `broker_url`, but not to these
+    return {**config, "broker_read_url": url, "broker_write_url": url}
 
 
 @pytest.fixture(scope="session")
@@ -54,5 +57,6 @@ def app(celery_includes: Sequence[str], celery_app: Celery) -> Celery:
 def broker(app: Celery) -> Iterator[Broker]:
     """The app's broker, every queue empty at the start."""
     with broker_of(app) as b:
+        assert b.conn.virtual_host == str(BROKER_DB), b.conn.as_uri()
         b.take_all()
         yield b
