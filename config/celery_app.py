@@ -26,23 +26,12 @@ from cortex_workers import worker_hooks
 from cortex_workers.runtime import get_runtime, reset_runtime
 from cortex_workers.settings import get_settings
 
-from .celeryconfig import celery_settings
+from .celeryconfig import TASK_MODULES, celery_settings
 
 
 def create_app() -> Celery:
     settings = get_settings()
-    celery = Celery(
-        "cortex_workers",
-        include=[
-            "cortex_workers.tasks.llm",
-            "cortex_workers.tasks.tools",
-            "cortex_workers.tasks.summarize",
-            "cortex_workers.tasks.maintenance",
-            "cortex_workers.tasks.webhooks",
-            "cortex_workers.tasks.jobs",
-            "cortex_workers.tasks.agents",
-        ],
-    )
+    celery = Celery("cortex_workers", include=list(TASK_MODULES))
     celery.conf.update(celery_settings(settings))
     celery.conf.beat_schedule = beat_schedule(settings)
     celery.set_default()

@@ -13,7 +13,18 @@ from kombu import Queue as KombuQueue
 from cortex_workers.queues import QUEUES, RUN_MODEL_STEP, Queue, task_name
 from cortex_workers.settings import Settings
 
-__all__ = ["QUEUES", "celery_settings"]
+__all__ = ["QUEUES", "TASK_MODULES", "celery_settings"]
+
+TASK_MODULES = (
+    "cortex_workers.tasks.llm",
+    "cortex_workers.tasks.tools",
+    "cortex_workers.tasks.summarize",
+    "cortex_workers.tasks.maintenance",
+    "cortex_workers.tasks.webhooks",
+    "cortex_workers.tasks.jobs",
+    "cortex_workers.tasks.agents",
+)
+"""The modules that define the tasks: a worker imports them at start."""
 
 
 def celery_settings(settings: Settings) -> dict[str, Any]:

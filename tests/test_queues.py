@@ -1,5 +1,6 @@
-"""Queue and task names are spelled once: the Celery app registers, routes and schedules exactly
-the names of `cortex_workers.queues`, and each step kind has one task on its own queue."""
+"""Queue and task names are spelled once: beat schedules the names of `cortex_workers.queues`, and
+each step kind has one task on its own queue. (What Celery registers and routes, and how it
+delivers, is tests/celery_contract.)"""
 
 from __future__ import annotations
 
@@ -11,39 +12,6 @@ from cortex_workers import queues
 from cortex_workers.queues import Queue, step_route
 from cortex_workers.settings import get_settings
 from cortex_workers.vocabulary import StepKind
-
-TASKS = {
-    queues.RUN_MODEL_STEP: Queue.LLM,
-    queues.RUN_TOOL_STEP: Queue.TOOLS,
-    queues.EXECUTE_PROPOSAL: Queue.TOOLS,
-    queues.RUN_SUMMARIZE_STEP: Queue.SUMMARIZE,
-    queues.RECONCILE: Queue.MAINTENANCE,
-    queues.DISPATCH_WEBHOOKS: Queue.MAINTENANCE,
-    queues.DELIVER_WEBHOOK: Queue.WEBHOOKS,
-    queues.SWEEP_JOBS: Queue.MAINTENANCE,
-    queues.RUN_JOB: Queue.LLM,
-    queues.RUN_BATCH_JOB: Queue.BATCH,
-    queues.RUN_AGENT_TASK: Queue.AGENTS,
-    queues.FIRE_SCHEDULES: Queue.MAINTENANCE,
-    queues.TAKE_OVER: Queue.MAINTENANCE,
-    queues.APPLY_RETENTION: Queue.MAINTENANCE,
-}
-
-
-def test_every_task_is_named_after_its_queue() -> None:
-    assert queues.RUN_MODEL_STEP == "cortex.llm.run_model_step"
-    assert queues.RECONCILE == "cortex.maintenance.reconcile"
-    for name, queue in TASKS.items():
-        assert name.startswith(f"cortex.{queue.value}.")
-
-
-def test_the_app_registers_exactly_these_tasks_and_routes_each_to_its_queue() -> None:
-    app.loader.import_default_modules()  # the task modules, as a worker imports them
-    registered = {name for name in app.tasks if name.startswith("cortex.")}
-    assert registered == set(TASKS)
-    for name, queue in TASKS.items():
-        assert app.amqp.router.route({}, name)["queue"].name == queue.value
-    assert [q.name for q in app.conf.task_queues] == [q.value for q in Queue]
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,13 @@
 
 It imports httpx, httpx-sse and pydantic only (plus the package's pure value modules), so an
 application can use it without the server's dependencies. See docs/client.md.
+
+`AsyncClient` (in `aio/`) is the source of `Client`: `sync/` is generated from `aio/` by
+scripts/unasync_client.py, and what both share (requests, the retry policy, the stream's
+position and text, a function's spec) is in the modules beside them.
 """
 
-from .aio import AsyncClient
+from .aio import AsyncClient, AsyncFunction, AsyncTurnStream
 from .errors import (
     APIError,
     BudgetExhausted,
@@ -44,10 +48,8 @@ from .events import (
     UnknownEvent,
     Usage,
 )
-from .functions import AsyncFunction, Function
 from .models import Answer, Job, Proposal, Session, Turn, TurnAccepted, Webhook
-from .streams import AsyncTurnStream, TurnStream
-from .sync import Client
+from .sync import Client, Function, TurnStream
 
 __all__ = [
     "APIError",

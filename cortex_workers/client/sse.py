@@ -1,24 +1,24 @@
-"""A turn's events over SSE, resumed with `Last-Event-ID` whenever the connection drops.
+"""Where a turn's event stream is: what both clients' streams keep across connections.
 
-The position is kept in a `Cursor` that outlives one iteration: a caller interrupted mid-stream
-(Ctrl-C, a cancelled task) iterates again from where it stopped, and receives each event once.
+A stream reads the turn's events over SSE and resumes with `Last-Event-ID` whenever the
+connection drops (`aio.streams`, and `sync.streams` generated from it). The position is kept in a
+`Cursor` that outlives one iteration: a caller interrupted mid-stream (Ctrl-C, a cancelled task)
+iterates again from where it stopped, and receives each event once.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 import httpx
-from httpx_sse import SSEError, aconnect_sse, connect_sse
+from httpx_sse import SSEError
 
 from .errors import ConnectionFailed
-from .events import DoneEvent, Event, parse_event
-from .transport import backoff_s, delay_for, raise_for
+from .events import DoneEvent, Event
+from .transport import backoff_s
 
 DROPPED = (httpx.TransportError, SSEError)
+"""What ends a connection before `done`: the stream opens another."""
 
 
 @dataclass(slots=True)
@@ -46,59 +46,3 @@ class Cursor:
         if self.failures > max_retries:
             raise ConnectionFailed(f"GET {path}: the stream kept dropping ({why})")
         return backoff_s(self.failures - 1)
-
-
-def iter_events(
-    http: httpx.Client, path: str, cursor: Cursor, *, max_retries: int
-) -> Iterator[Event]:
-    """The events after `cursor`, until `done`, across dropped connections."""
-    while not cursor.done:
-        why: object = "the stream ended before done"
-        try:
-            with connect_sse(http, "GET", path, headers=cursor.headers()) as source:
-                response = source.response
-                if response.status_code >= 400:
-                    response.read()
-                    delay = delay_for(response, cursor.failures, max_retries)
-                    if delay is None:
-                        raise_for(response)
-                    cursor.failures += 1
-                    time.sleep(delay or 0.0)
-                    continue
-                for sse in source.iter_sse():
-                    event = parse_event(sse.event, sse.data, sse.id)
-                    cursor.seen(event)
-                    yield event
-                    if cursor.done:
-                        return
-        except DROPPED as exc:
-            why = exc
-        time.sleep(cursor.dropped(path, max_retries, why))
-
-
-async def aiter_events(
-    http: httpx.AsyncClient, path: str, cursor: Cursor, *, max_retries: int
-) -> AsyncIterator[Event]:
-    """`iter_events` for the async client."""
-    while not cursor.done:
-        why: object = "the stream ended before done"
-        try:
-            async with aconnect_sse(http, "GET", path, headers=cursor.headers()) as source:
-                response = source.response
-                if response.status_code >= 400:
-                    await response.aread()
-                    delay = delay_for(response, cursor.failures, max_retries)
-                    if delay is None:
-                        raise_for(response)
-                    cursor.failures += 1
-                    await asyncio.sleep(delay or 0.0)
-                    continue
-                async for sse in source.aiter_sse():
-                    event = parse_event(sse.event, sse.data, sse.id)
-                    cursor.seen(event)
-                    yield event
-                    if cursor.done:
-                        return
-        except DROPPED as exc:
-            why = exc
-        await asyncio.sleep(cursor.dropped(path, max_retries, why))

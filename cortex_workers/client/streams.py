@@ -1,23 +1,20 @@
-"""A turn followed to its end: the events, the answer's text as they give it, and the outcome."""
+"""A turn followed to its end: the events, the answer's text as they give it, and the outcome.
+
+What both clients' streams keep (`aio.streams.AsyncTurnStream`, and `sync.streams.TurnStream`
+generated from it).
+"""
 
 from __future__ import annotations
-
-from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING
 
 from ..vocabulary import TurnStatus
 from .errors import TurnCancelled, TurnFailed
 from .events import DoneEvent, ErrorEvent, Event, TextAccumulator
 from .models import Answer, Turn
-from .sse import Cursor, aiter_events, iter_events
-
-if TYPE_CHECKING:
-    from .aio import AsyncClient
-    from .sync import Client
+from .sse import Cursor
 
 
-class _Followed:
-    """What both kinds of stream keep while they are read."""
+class FollowedTurn:
+    """What a stream keeps while it is read: its position, the text so far, the outcome."""
 
     def __init__(self, turn_id: str, last_event_id: str | None) -> None:
         self.turn_id = turn_id
@@ -57,48 +54,3 @@ class _Followed:
         usage = self.done.usage if self.done else turn.usage
         cost = self.done.cost_usd if self.done else turn.cost_usd
         return Answer(text=self.text, turn=turn, usage=usage, cost=cost)
-
-
-class TurnStream(_Followed):
-    """Iterate it for the turn's typed events, in order, each once, until `done`; a dropped
-    connection is resumed where it stopped. Iterating again after an interruption goes on from
-    the last event received."""
-
-    def __init__(self, client: Client, turn_id: str, *, last_event_id: str | None = None) -> None:
-        super().__init__(turn_id, last_event_id)
-        self._client = client
-
-    def __iter__(self) -> Iterator[Event]:
-        path = f"/v1/turns/{self.turn_id}/events"
-        http, retries = self._client.http, self._client.max_retries
-        for event in iter_events(http, path, self.cursor, max_retries=retries):
-            self._keep(event)
-            yield event
-
-    def wait(self) -> Answer:
-        """Read to the end; the answer (raises `TurnFailed` / `TurnCancelled`)."""
-        for _ in self:
-            pass
-        return self.answer(self._client.turns.get(self.turn_id))
-
-
-class AsyncTurnStream(_Followed):
-    """`TurnStream` for the async client: `async for event in stream`."""
-
-    def __init__(
-        self, client: AsyncClient, turn_id: str, *, last_event_id: str | None = None
-    ) -> None:
-        super().__init__(turn_id, last_event_id)
-        self._client = client
-
-    async def __aiter__(self) -> AsyncIterator[Event]:
-        path = f"/v1/turns/{self.turn_id}/events"
-        http, retries = self._client.http, self._client.max_retries
-        async for event in aiter_events(http, path, self.cursor, max_retries=retries):
-            self._keep(event)
-            yield event
-
-    async def wait(self) -> Answer:
-        async for _ in self:
-            pass
-        return self.answer(await self._client.turns.get(self.turn_id))

@@ -1,4 +1,5 @@
-"""HTTP with retries, for the sync and the async client alike.
+"""HTTP with retries: the policy both transports follow (`aio.transport`, and `sync.transport`
+generated from it).
 
 A request is retried after a 503, a 502/504 from a proxy in front, or a 429 (after its
 `Retry-After`), and after a connection error when sending it again cannot do anything twice: the
@@ -8,20 +9,20 @@ repeating it changes nothing (`resend_safe`).
 
 from __future__ import annotations
 
-import asyncio
 import random
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-from .errors import APIError, ConnectionFailed, error_for
+from .errors import ConnectionFailed, error_for
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 MAX_RETRY_AFTER_S = 60.0
 """A `Retry-After` longer than this is not waited for: the error is raised."""
 USER_AGENT = "cortex-workers-client"
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MAX_RETRIES = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,59 +96,7 @@ def headers_for(api_key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}", "User-Agent": USER_AGENT}
 
 
-def _result(response: httpx.Response) -> Any:
+def result_of(response: httpx.Response) -> Any:
+    """The body of a final response (None when empty); raises the typed error of an error."""
     raise_for(response)
     return None if response.status_code == 204 or not response.content else response.json()
-
-
-class SyncTransport:
-    """Sends `Call`s on one `httpx.Client`, retrying as the module says."""
-
-    def __init__(self, http: httpx.Client, *, max_retries: int) -> None:
-        self.http = http
-        self.max_retries = max_retries
-
-    def send(self, call: Call) -> Any:
-        attempt = 0
-        while True:
-            try:
-                response = self.http.request(
-                    call.method, call.path, json=call.json, params=call.params, headers=call.headers
-                )
-            except httpx.TransportError as exc:
-                time.sleep(delay_for_error(call, exc, attempt, self.max_retries))
-                attempt += 1
-                continue
-            delay = delay_for(response, attempt, self.max_retries)
-            if delay is None:
-                return _result(response)
-            time.sleep(delay)
-            attempt += 1
-
-
-class AsyncTransport:
-    """`SyncTransport` on an `httpx.AsyncClient`."""
-
-    def __init__(self, http: httpx.AsyncClient, *, max_retries: int) -> None:
-        self.http = http
-        self.max_retries = max_retries
-
-    async def send(self, call: Call) -> Any:
-        attempt = 0
-        while True:
-            try:
-                response = await self.http.request(
-                    call.method, call.path, json=call.json, params=call.params, headers=call.headers
-                )
-            except httpx.TransportError as exc:
-                await asyncio.sleep(delay_for_error(call, exc, attempt, self.max_retries))
-                attempt += 1
-                continue
-            delay = delay_for(response, attempt, self.max_retries)
-            if delay is None:
-                return _result(response)
-            await asyncio.sleep(delay)
-            attempt += 1
-
-
-__all__ = ["APIError", "AsyncTransport", "Call", "SyncTransport"]

@@ -1,17 +1,11 @@
-"""`AsyncClient`: the v1 API from asyncio code, with the surface of `Client`."""
+"""The API's resources, one class each: `client.sessions`, `client.turns`, `client.jobs`, …"""
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
-import httpx
-from pydantic import BaseModel
-
-from . import calls
-from .events import Event
-from .functions import AsyncFunction
-from .models import (
-    Answer,
+from .. import calls
+from ..models import (
     Batch,
     BatchAccepted,
     BatchResultsPage,
@@ -33,16 +27,13 @@ from .models import (
     items_of,
 )
 from .streams import AsyncTurnStream
-from .sync import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
-from .transport import AsyncTransport, headers_for
-
-R = TypeVar("R", bound=BaseModel)
+from .transport import AsyncTransport
 
 
 class _Resource:
-    def __init__(self, client: AsyncClient) -> None:
-        self._client = client
-        self._send = client.transport.send
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._transport = transport
+        self._send = transport.send
 
 
 class Sessions(_Resource):
@@ -100,7 +91,7 @@ class Turns(_Resource):
 
     def events(self, turn_id: str, *, last_event_id: str | None = None) -> AsyncTurnStream:
         """The turn's events after `last_event_id` (all of them without it), until `done`."""
-        return AsyncTurnStream(self._client, turn_id, last_event_id=last_event_id)
+        return AsyncTurnStream(self._transport, turn_id, last_event_id=last_event_id)
 
 
 class Proposals(_Resource):
@@ -212,98 +203,3 @@ class UsageResource(_Resource):
         """`GET /v1/usage?from=&to=&group_by=`: `start` and `end` are ISO dates or times."""
         call = calls.get_usage(start=start, end=end, group_by=group_by)
         return UsageReport.model_validate(await self._send(call))
-
-
-class AsyncClient:
-    """`Client` for asyncio: the same resources and methods, awaited.
-
-    Requests that fail on a connection error, a 503 or a 429 are retried up to `max_retries`
-    times (turn submissions carry an `Idempotency-Key`, so a retry never creates a second turn);
-    errors raise the typed exceptions of `cortex_workers.client.errors`.
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str,
-        *,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        http: httpx.AsyncClient | None = None,
-    ) -> None:
-        self.max_retries = max_retries
-        self.http = http or httpx.AsyncClient(
-            base_url=base_url, headers=headers_for(api_key), timeout=timeout
-        )
-        self.transport = AsyncTransport(self.http, max_retries=max_retries)
-        self.sessions = Sessions(self)
-        self.turns = Turns(self)
-        self.proposals = Proposals(self)
-        self.jobs = Jobs(self)
-        self.batches = Batches(self)
-        self.webhooks = Webhooks(self)
-        self.budget = BudgetResource(self)
-        self.usage = UsageResource(self)
-
-    async def stream(
-        self,
-        session_id: str,
-        content: str,
-        *,
-        if_busy: IfBusy = "enqueue",
-        idempotency_key: str | None = None,
-    ) -> AsyncTurnStream:
-        """Submit a turn and follow it: iterate the result for its typed events; its `text` is
-        the answer so far, `step_restart` applied."""
-        accepted = await self.turns.create(
-            session_id, content, if_busy=if_busy, idempotency_key=idempotency_key
-        )
-        return AsyncTurnStream(self, accepted.id)
-
-    async def ask(
-        self,
-        session_id: str,
-        content: str,
-        *,
-        if_busy: IfBusy = "enqueue",
-        idempotency_key: str | None = None,
-    ) -> Answer:
-        """Submit a turn and wait for its answer through its event stream."""
-        stream = await self.stream(
-            session_id, content, if_busy=if_busy, idempotency_key=idempotency_key
-        )
-        return await stream.wait()
-
-    def function(
-        self,
-        instructions: str,
-        *,
-        result: type[R],
-        provider: str | None = None,
-        model: str | None = None,
-        max_attempts: int = 3,
-        metadata: dict[str, Any] | None = None,
-    ) -> AsyncFunction[R]:
-        """An LLM function: `fn(input)` runs one job and returns its result as `result`;
-        `fn.map(inputs)` runs one batch."""
-        return AsyncFunction(
-            self,
-            instructions,
-            result,
-            provider=provider,
-            model=model,
-            max_attempts=max_attempts,
-            metadata=metadata,
-        )
-
-    async def close(self) -> None:
-        await self.http.aclose()
-
-    async def __aenter__(self) -> AsyncClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-
-__all__ = ["AsyncClient", "Event"]

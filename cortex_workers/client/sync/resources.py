@@ -1,17 +1,13 @@
-"""`Client`: the v1 API from blocking code."""
+# Generated from cortex_workers/client/aio/resources.py by scripts/unasync_client.py: do not
+# edit. Change the async source, then run `.venv/bin/python scripts/unasync_client.py`.
+"""The API's resources, one class each: `client.sessions`, `client.turns`, `client.jobs`, …"""
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
-import httpx
-from pydantic import BaseModel
-
-from . import calls
-from .events import Event
-from .functions import Function
-from .models import (
-    Answer,
+from .. import calls
+from ..models import (
     Batch,
     BatchAccepted,
     BatchResultsPage,
@@ -33,17 +29,13 @@ from .models import (
     items_of,
 )
 from .streams import TurnStream
-from .transport import SyncTransport, headers_for
-
-R = TypeVar("R", bound=BaseModel)
-DEFAULT_TIMEOUT_S = 60.0
-DEFAULT_MAX_RETRIES = 5
+from .transport import SyncTransport
 
 
 class _Resource:
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self._send = client.transport.send
+    def __init__(self, transport: SyncTransport) -> None:
+        self._transport = transport
+        self._send = transport.send
 
 
 class Sessions(_Resource):
@@ -101,7 +93,7 @@ class Turns(_Resource):
 
     def events(self, turn_id: str, *, last_event_id: str | None = None) -> TurnStream:
         """The turn's events after `last_event_id` (all of them without it), until `done`."""
-        return TurnStream(self._client, turn_id, last_event_id=last_event_id)
+        return TurnStream(self._transport, turn_id, last_event_id=last_event_id)
 
 
 class Proposals(_Resource):
@@ -209,97 +201,3 @@ class UsageResource(_Resource):
         """`GET /v1/usage?from=&to=&group_by=`: `start` and `end` are ISO dates or times."""
         call = calls.get_usage(start=start, end=end, group_by=group_by)
         return UsageReport.model_validate(self._send(call))
-
-
-class Client:
-    """The v1 API of cortex-workers: `Client("http://127.0.0.1:8000", api_key)`.
-
-    Requests that fail on a connection error, a 503 or a 429 are retried up to `max_retries`
-    times (turn submissions carry an `Idempotency-Key`, so a retry never creates a second turn);
-    errors raise the typed exceptions of `cortex_workers.client.errors`.
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str,
-        *,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        http: httpx.Client | None = None,
-    ) -> None:
-        self.max_retries = max_retries
-        self.http = http or httpx.Client(
-            base_url=base_url, headers=headers_for(api_key), timeout=timeout
-        )
-        self.transport = SyncTransport(self.http, max_retries=max_retries)
-        self.sessions = Sessions(self)
-        self.turns = Turns(self)
-        self.proposals = Proposals(self)
-        self.jobs = Jobs(self)
-        self.batches = Batches(self)
-        self.webhooks = Webhooks(self)
-        self.budget = BudgetResource(self)
-        self.usage = UsageResource(self)
-
-    def stream(
-        self,
-        session_id: str,
-        content: str,
-        *,
-        if_busy: IfBusy = "enqueue",
-        idempotency_key: str | None = None,
-    ) -> TurnStream:
-        """Submit a turn and follow it: iterate the result for its typed events; its `text` is
-        the answer so far, `step_restart` applied."""
-        accepted = self.turns.create(
-            session_id, content, if_busy=if_busy, idempotency_key=idempotency_key
-        )
-        return TurnStream(self, accepted.id)
-
-    def ask(
-        self,
-        session_id: str,
-        content: str,
-        *,
-        if_busy: IfBusy = "enqueue",
-        idempotency_key: str | None = None,
-    ) -> Answer:
-        """Submit a turn and wait for its answer through its event stream."""
-        return self.stream(
-            session_id, content, if_busy=if_busy, idempotency_key=idempotency_key
-        ).wait()
-
-    def function(
-        self,
-        instructions: str,
-        *,
-        result: type[R],
-        provider: str | None = None,
-        model: str | None = None,
-        max_attempts: int = 3,
-        metadata: dict[str, Any] | None = None,
-    ) -> Function[R]:
-        """An LLM function: `fn(input)` runs one job and returns its result as `result`;
-        `fn.map(inputs)` runs one batch."""
-        return Function(
-            self,
-            instructions,
-            result,
-            provider=provider,
-            model=model,
-            max_attempts=max_attempts,
-            metadata=metadata,
-        )
-
-    def close(self) -> None:
-        self.http.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-__all__ = ["Client", "Event"]

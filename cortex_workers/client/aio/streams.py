@@ -1,0 +1,69 @@
+"""`AsyncTurnStream`: a turn's typed events over SSE, resumed with `Last-Event-ID` whenever the
+connection drops."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from httpx_sse import aconnect_sse
+
+from .. import calls
+from ..events import Event, parse_event
+from ..models import Answer, Turn
+from ..sse import DROPPED, Cursor
+from ..streams import FollowedTurn
+from ..transport import delay_for, raise_for
+from .transport import AsyncTransport
+
+
+class AsyncTurnStream(FollowedTurn):
+    """The turn's typed events, in order, each once, until `done`: `async for event in stream`.
+    A dropped connection is resumed where it stopped; iterating again after an interruption goes
+    on from the last event received."""
+
+    def __init__(
+        self, transport: AsyncTransport, turn_id: str, *, last_event_id: str | None = None
+    ) -> None:
+        super().__init__(turn_id, last_event_id)
+        self._transport = transport
+
+    async def __aiter__(self) -> AsyncIterator[Event]:
+        path = calls.turn_events_path(self.turn_id)
+        async for event in follow(self._transport, path, self.cursor):
+            self._keep(event)
+            yield event
+
+    async def wait(self) -> Answer:
+        """Read to the end; the answer (raises `TurnFailed` / `TurnCancelled`)."""
+        async for _ in self:
+            pass
+        turn = Turn.model_validate(await self._transport.send(calls.get_turn(self.turn_id)))
+        return self.answer(turn)
+
+
+async def follow(transport: AsyncTransport, path: str, cursor: Cursor) -> AsyncIterator[Event]:
+    """The events after `cursor`, until `done`, across dropped connections."""
+    http, max_retries = transport.http, transport.max_retries
+    while not cursor.done:
+        why: object = "the stream ended before done"
+        try:
+            async with aconnect_sse(http, "GET", path, headers=cursor.headers()) as source:
+                response = source.response
+                if response.status_code >= 400:
+                    await response.aread()
+                    delay = delay_for(response, cursor.failures, max_retries)
+                    if delay is None:
+                        raise_for(response)
+                    cursor.failures += 1
+                    await asyncio.sleep(delay or 0.0)
+                    continue
+                async for sse in source.aiter_sse():
+                    event = parse_event(sse.event, sse.data, sse.id)
+                    cursor.seen(event)
+                    yield event
+                    if cursor.done:
+                        return
+        except DROPPED as exc:
+            why = exc
+        await asyncio.sleep(cursor.dropped(path, max_retries, why))

@@ -1,0 +1,116 @@
+# Generated from cortex_workers/client/aio/client.py by scripts/unasync_client.py: do not
+# edit. Change the async source, then run `.venv/bin/python scripts/unasync_client.py`.
+"""`Client`: the v1 API of cortex-workers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from ..functions import R
+from ..models import Answer, IfBusy
+from ..transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S, headers_for
+from .functions import Function
+from .resources import (
+    Batches,
+    BudgetResource,
+    Jobs,
+    Proposals,
+    Sessions,
+    Turns,
+    UsageResource,
+    Webhooks,
+)
+from .streams import TurnStream
+from .transport import SyncTransport
+
+
+class Client:
+    """The v1 API of cortex-workers: `Client("http://127.0.0.1:8000", api_key)`.
+
+    Requests that fail on a connection error, a 503 or a 429 are retried up to `max_retries`
+    times (turn submissions carry an `Idempotency-Key`, so a retry never creates a second turn);
+    errors raise the typed exceptions of `cortex_workers.client.errors`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        http: httpx.Client | None = None,
+    ) -> None:
+        self.max_retries = max_retries
+        self.http = http or httpx.Client(
+            base_url=base_url, headers=headers_for(api_key), timeout=timeout
+        )
+        self.transport = SyncTransport(self.http, max_retries=max_retries)
+        self.sessions = Sessions(self.transport)
+        self.turns = Turns(self.transport)
+        self.proposals = Proposals(self.transport)
+        self.jobs = Jobs(self.transport)
+        self.batches = Batches(self.transport)
+        self.webhooks = Webhooks(self.transport)
+        self.budget = BudgetResource(self.transport)
+        self.usage = UsageResource(self.transport)
+
+    def stream(
+        self,
+        session_id: str,
+        content: str,
+        *,
+        if_busy: IfBusy = "enqueue",
+        idempotency_key: str | None = None,
+    ) -> TurnStream:
+        """Submit a turn and follow it: iterate the result for its typed events; its `text` is
+        the answer so far, `step_restart` applied."""
+        accepted = self.turns.create(
+            session_id, content, if_busy=if_busy, idempotency_key=idempotency_key
+        )
+        return self.turns.events(accepted.id)
+
+    def ask(
+        self,
+        session_id: str,
+        content: str,
+        *,
+        if_busy: IfBusy = "enqueue",
+        idempotency_key: str | None = None,
+    ) -> Answer:
+        """Submit a turn and wait for its answer through its event stream."""
+        stream = self.stream(session_id, content, if_busy=if_busy, idempotency_key=idempotency_key)
+        return stream.wait()
+
+    def function(
+        self,
+        instructions: str,
+        *,
+        result: type[R],
+        provider: str | None = None,
+        model: str | None = None,
+        max_attempts: int = 3,
+        metadata: dict[str, Any] | None = None,
+    ) -> Function[R]:
+        """An LLM function: `fn(input)` runs one job and returns its result as `result`;
+        `fn.map(inputs)` runs one batch."""
+        return Function(
+            self.transport,
+            instructions,
+            result,
+            provider=provider,
+            model=model,
+            max_attempts=max_attempts,
+            metadata=metadata,
+        )
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
