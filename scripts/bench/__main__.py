@@ -165,6 +165,11 @@ def parser() -> argparse.ArgumentParser:
         metavar="CORTEX_X=V",
         help="extra setting for every process (repeatable)",
     )
+    g.add_argument(
+        "--whiteboard",
+        action="store_true",
+        help="every session is a coordinator's, with a whiteboard (what it costs a step)",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     return p
 
@@ -220,6 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.quick:
         _apply_quick(args, argv)
+    if args.whiteboard:
+        from .client import SESSION_EXTRA
+
+        SESSION_EXTRA["whiteboard"] = True
     only = [p.strip() for p in args.only.split(",") if p.strip()]
     unknown = [p for p in only if p not in PARTS]
     if unknown:

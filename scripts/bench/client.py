@@ -98,10 +98,14 @@ class LeanPoster:
         await self._session.close()
 
 
+SESSION_EXTRA: dict[str, Any] = {}
+"""Fields every benchmark session is created with besides its script (`--whiteboard`)."""
+
+
 async def create_session(
     http: Poster, script: list[dict[str, Any]], tools: list[str] | None = None
 ) -> str:
-    body: dict[str, Any] = {"metadata": {"script": script}, "tools": tools or []}
+    body: dict[str, Any] = {"metadata": {"script": script}, "tools": tools or [], **SESSION_EXTRA}
     r = await http.post("/v1/sessions", json=body)
     if r.status_code != 201:
         raise RuntimeError(f"POST /v1/sessions: {r.status_code} {r.text[:300]}")
