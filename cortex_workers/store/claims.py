@@ -15,34 +15,27 @@ from datetime import timedelta
 from typing import Any, TypedDict
 
 from sqlalchemy import (
-    Boolean,
     Integer,
     Interval,
     String,
     bindparam,
-    case,
-    cast,
     func,
     literal_column,
-    null,
     or_,
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import UUID, aggregate_order_by
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 
 from ..vocabulary import (
-    OPEN_STEP_STATUSES,
-    RecoveryAction,
     StepKind,
     StepStatus,
-    TimelineKind,
     TurnStatus,
 )
+from .claim_reads import guard_columns, plan_columns
 from .db import Executor
 from .models import (
     Tenant,
-    agent_tasks_table,
     messages_table,
     sessions_table,
     steps_table,
@@ -51,8 +44,6 @@ from .models import (
 )
 from .sql import Precompiled, const
 from .step_views import ModelStepView, ToolStepView
-from .timeline import timeline_table
-from .whiteboard import board_view
 from .workers import takeable
 
 _s, _t = steps_table.c, turns_table.c
@@ -227,76 +218,6 @@ def _history(step: Any) -> Any:
     return history, user_seq
 
 
-BOARD_DECISIONS, BOARD_UPDATES = 3, 5
-"""The recent decisions and updates of a whiteboard that a model step's context shows."""
-
-
-def _plan_columns(step: Any) -> list[Any]:
-    """What the step plan is resolved from, beyond the context: the tenant's limits, the
-    end user, the session's agents and whiteboard (and its parent's), the task a follow-up
-    answers, the turn's calls per tool, the parent's tool batch and the turn's retries. An
-    optional read costs nothing when its condition is false (a `CASE` is not evaluated)."""
-    c, ss, tn = step.c, sessions_table.c, Tenant.__table__.c
-    tc, a, tl = tool_calls_table.c, agent_tasks_table.c, timeline_table.c
-    trigger = _t.trigger
-    task_id = case(
-        (trigger["kind"].astext == const("task"), cast(trigger["task_id"].astext, UUID)),
-        else_=null(),
-    )
-    task = (
-        select(func.json_build_object(*_pairs(a, ("id", "agent", "status", "result", "error"))))
-        .where(a.id == task_id)
-        .scalar_subquery()
-    )
-    per_tool = select(tc.name, func.count().label("n")).where(tc.turn_id == c.turn_id)
-    per_tool_sq = per_tool.group_by(tc.name).correlate_except(tool_calls_table).subquery()
-    counts = select(func.json_object_agg(per_tool_sq.c.name, per_tool_sq.c.n)).scalar_subquery()
-    wants_counts = or_(
-        bindparam("tool_limits", type_=Boolean), ss["metadata"].has_key(const("tool_call_limits"))
-    )
-    batch_fields = (
-        "call_id", "name", "status", "result", "is_error", "truncated", "severity", "error_kind"
-    )  # fmt: skip
-    batch = (
-        select(func.json_agg(func.json_build_object(*_pairs(tc, batch_fields))))
-        .where(tc.step_id == c.parent_step_id)
-        .scalar_subquery()
-    )
-    retried = (
-        select(func.array_agg(aggregate_order_by(tl.step, tl.id)))
-        .where(
-            tl.turn_id == c.turn_id,
-            tl.kind == const(TimelineKind.RECOVERY),
-            tl.data["action"].astext == const(RecoveryAction.RETRY),
-        )
-        .scalar_subquery()
-    )
-    return [
-        tn.daily_usd_limit_micros.label("tenant_daily_micros"),
-        tn.session_token_cap.label("tenant_session_cap"),
-        tn.per_user_hourly_limit.label("tenant_user_hourly"),
-        _t.user.label("turn_user"),
-        ss.user.label("session_user"),
-        (ss.input_tokens + ss.output_tokens).label("session_tokens"),
-        ss.agents,
-        trigger.label("turn_trigger"),
-        ss.parent_session_id,
-        board_view(ss.id, decisions=BOARD_DECISIONS, updates=BOARD_UPDATES).label("board"),
-        board_view(ss.parent_session_id, decisions=BOARD_DECISIONS, updates=BOARD_UPDATES).label(
-            "parent_board"
-        ),
-        task.label("task"),
-        case((wants_counts, counts), else_=null()).label("tool_counts"),
-        case((c.parent_step_id.is_not(None), batch), else_=null()).label("batch"),
-        case((bindparam("recoveries", type_=Boolean), retried), else_=null()).label("retried"),
-    ]
-
-
-def _pairs(table: Any, names: tuple[str, ...]) -> list[Any]:
-    """`json_build_object` arguments: each name, then its column."""
-    return [x for name in names for x in (const(name), table[name])]
-
-
 def _with_view(step: Any) -> Any:
     """`step`'s columns, and what a model step reads about its turn and session: the columns
     of `ModelStepView`."""
@@ -326,50 +247,12 @@ def _with_view(step: Any) -> Any:
         Tenant.__table__.c.mode.label("tenant_mode"),
         ss.route.label("session_route"),
         _t.route.label("turn_route"),
-        *_plan_columns(step),
+        *plan_columns(step),
     ).select_from(
         step.join(turns_table, _t.id == c.turn_id)
         .join(sessions_table, ss.id == _t.session_id)
         .join(Tenant.__table__, Tenant.__table__.c.id == ss.tenant_id)
     )
-
-
-def _guard_columns(claimed: Any) -> list[Any]:
-    """What the tool loop's guards read about a call (`turns.guards.loop`): the turn's earlier
-    calls of the same tool (with the same arguments), and the batch's earlier calls still
-    open."""
-    c, tc = claimed.c, tool_calls_table.c
-    earlier_steps, earlier_calls = steps_table.alias("earlier"), tool_calls_table.alias("ecall")
-    es, ec = earlier_steps.c, earlier_calls.c
-    before = (es.turn_id == c.turn_id, es.kind == const(StepKind.TOOL), es.step_no < c.step_no)
-    calls = (
-        select(ec.arguments)
-        .select_from(earlier_steps.join(earlier_calls, ec.id == es.tool_call_id))
-        .where(*before, ec.name == tc.name)
-        .correlate_except(earlier_steps, earlier_calls)
-        .subquery()
-    )
-    open_siblings = (
-        select(func.count())
-        .select_from(earlier_steps)
-        .where(
-            *before,
-            es.parent_step_id == c.parent_step_id,
-            es.status.in_([const(s) for s in OPEN_STEP_STATUSES]),
-        )
-        .correlate_except(earlier_steps)
-        .scalar_subquery()
-    )
-    return [
-        select(func.count())
-        .select_from(calls)
-        .where(calls.c.arguments == tc.arguments)
-        .scalar_subquery()
-        .label("same_arguments"),
-        select(func.count()).select_from(calls).scalar_subquery().label("same_tool"),
-        open_siblings.label("open_siblings"),
-        sessions_table.c["metadata"].label("session_metadata"),
-    ]
 
 
 def _with_call() -> Any:
@@ -387,7 +270,7 @@ def _with_call() -> Any:
         ss.tenant_id,
         ss.tools.label("allowed"),
         parent.c.step_no.label("parent_no"),
-        *_guard_columns(claimed),
+        *guard_columns(claimed),
     ).select_from(
         claimed.join(tool_calls_table, tc.id == c.tool_call_id)
         .join(parent, parent.c.id == c.parent_step_id)

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..vocabulary import OPEN_STEP_STATUSES
-from .step_record_rows import Parts
 
 _OPEN = ", ".join(f"'{s.value}'" for s in OPEN_STEP_STATUSES)
 
@@ -127,31 +126,36 @@ def reply(s: Statement, *, ending: bool, calls: bool, audited: bool, route: bool
             "CAST(:call_output AS JSONB) FROM fin RETURNING id",
         )
     if calls:
-        s.add(
-            "new_calls",
-            "SELECT * FROM jsonb_to_recordset(:calls) AS c(id uuid, step_id uuid, step_no int, "
-            "call_id text, name text, arguments jsonb)",
-        )
-        s.add(
-            "tcs",
-            "INSERT INTO tool_calls (id, turn_id, step_id, call_id, name, arguments, status, "
-            "created_at) SELECT c.id, :turn, :step, c.call_id, c.name, c.arguments, 'pending', "
-            "clock_timestamp() FROM new_calls c, fin ORDER BY c.step_no "
-            "ON CONFLICT DO NOTHING RETURNING id",
-        )
-        s.add(
-            "tss",
-            "INSERT INTO steps (id, turn_id, step_no, kind, parent_step_id, tool_call_id, status, "
-            "published_at) SELECT c.step_id, :turn, c.step_no, 'tool', :step, c.id, 'pending', "
-            "now() FROM new_calls c JOIN tcs ON tcs.id = c.id ON CONFLICT DO NOTHING RETURNING id",
-        )
-        s.columns.append("(SELECT count(*) FROM tss) AS tool_steps")
+        _tool_calls(s)
     s.columns += [
         "(SELECT row_to_json(c) FROM cnt c) AS session_counts",
         "(SELECT row_to_json(t) FROM tot t) AS turn",
     ]
     if ending:
         _end_of_turn(s, summarize=True)
+
+
+def _tool_calls(s: Statement) -> None:
+    """The calls a reply asks for (`tool_calls` rows) and a pending tool step for each."""
+    s.add(
+        "new_calls",
+        "SELECT * FROM jsonb_to_recordset(:calls) AS c(id uuid, step_id uuid, step_no int, "
+        "call_id text, name text, arguments jsonb)",
+    )
+    s.add(
+        "tcs",
+        "INSERT INTO tool_calls (id, turn_id, step_id, call_id, name, arguments, status, "
+        "created_at) SELECT c.id, :turn, :step, c.call_id, c.name, c.arguments, 'pending', "
+        "clock_timestamp() FROM new_calls c, fin ORDER BY c.step_no "
+        "ON CONFLICT DO NOTHING RETURNING id",
+    )
+    s.add(
+        "tss",
+        "INSERT INTO steps (id, turn_id, step_no, kind, parent_step_id, tool_call_id, status, "
+        "published_at) SELECT c.step_id, :turn, c.step_no, 'tool', :step, c.id, 'pending', "
+        "now() FROM new_calls c JOIN tcs ON tcs.id = c.id ON CONFLICT DO NOTHING RETURNING id",
+    )
+    s.columns.append("(SELECT count(*) FROM tss) AS tool_steps")
 
 
 def _end_of_turn(s: Statement, *, summarize: bool) -> None:
@@ -263,6 +267,28 @@ def tool_result(s: Statement, *, proposal: bool) -> None:
         "WHERE id = :session AND EXISTS (SELECT 1 FROM fin) RETURNING last_message_seq, "
         "model_calls",
     )
+    _result_rows(s)
+    _next_model_step(s)
+    s.columns += [
+        "(SELECT id FROM fin) AS owned",
+        "(SELECT id FROM went) AS went",
+        "(SELECT id FROM nxt) AS next_step_id",
+    ]
+    if proposal:
+        s.add(
+            "prop",
+            "INSERT INTO proposals (id, tool_call_id, status, expires_at, tenant_id, session_id, "
+            "turn_id, action, product, params, rationale, blast_radius, reversible) "
+            "SELECT :proposal_id, :tool_call_id, 'pending', "
+            "now() + make_interval(secs => :proposal_ttl_s), :tenant, :session, :turn, "
+            ":action, :product, CAST(:params AS JSONB), :rationale, :blast_radius, :reversible "
+            "FROM fin ON CONFLICT DO NOTHING RETURNING *",
+        )
+        s.columns.append("(SELECT row_to_json(p) FROM prop p) AS proposal")
+
+
+def _result_rows(s: Statement) -> None:
+    """The call's result, the `tool` message the model will read, the audit row."""
     s.add(
         "res",
         "UPDATE tool_calls SET status = 'done', result = :content, is_error = :is_error, "
@@ -285,6 +311,11 @@ def tool_result(s: Statement, *, proposal: bool) -> None:
         ":name, :attempt, :is_error, :latency_ms, CAST(:audit_input AS JSONB), "
         "CAST(:audit_output AS JSONB) FROM fin RETURNING id",
     )
+
+
+def _next_model_step(s: Statement) -> None:
+    """The turn's next model step, when this result was its batch's last (`par` at 0) and the
+    turn still runs; numbered among the session's model calls (`cnt.model_calls`)."""
     s.add(
         "nxt",
         "INSERT INTO steps (id, turn_id, step_no, kind, parent_step_id, call_index, status, "
@@ -294,148 +325,3 @@ def tool_result(s: Statement, *, proposal: bool) -> None:
         "WHERE par.open_calls = 0 AND EXISTS (SELECT 1 FROM live) ON CONFLICT DO NOTHING "
         "RETURNING id",
     )
-    s.columns += [
-        "(SELECT id FROM fin) AS owned",
-        "(SELECT id FROM went) AS went",
-        "(SELECT id FROM nxt) AS next_step_id",
-    ]
-    if proposal:
-        s.add(
-            "prop",
-            "INSERT INTO proposals (id, tool_call_id, status, expires_at, tenant_id, session_id, "
-            "turn_id, action, product, params, rationale, blast_radius, reversible) "
-            "SELECT :proposal_id, :tool_call_id, 'pending', "
-            "now() + make_interval(secs => :proposal_ttl_s), :tenant, :session, :turn, "
-            ":action, :product, CAST(:params AS JSONB), :rationale, :blast_radius, :reversible "
-            "FROM fin ON CONFLICT DO NOTHING RETURNING *",
-        )
-        s.columns.append("(SELECT row_to_json(p) FROM prop p) AS proposal")
-
-
-# --- the record ------------------------------------------------------------------------------
-
-
-def warnings_set(s: Statement, *, present: bool) -> None:
-    """Fill the `{warnings}` slot of the turn's update (and a release's own)."""
-    append = "coalesce(warnings, '[]'::jsonb) || CAST(:warnings AS JSONB)"
-    s.ctes = [
-        (
-            name,
-            body.replace("{warnings}", f", warnings = {append}" if present else "").replace(
-                "{warnings_only}", f"warnings = {append}"
-            ),
-        )
-        for name, body in s.ctes
-    ]
-
-
-def timeline(s: Statement) -> None:
-    """The step's events, in the order it learned them; those of its ending only with it."""
-    s.add(
-        "tl",
-        "INSERT INTO timeline_events (turn_id, step, kind, data, at) "
-        "SELECT :turn, e.step, e.kind, e.data, e.at FROM jsonb_to_recordset(:events) "
-        "AS e(n int, step int, kind text, data jsonb, at timestamptz, ending boolean) "
-        "WHERE NOT e.ending OR EXISTS (SELECT 1 FROM went) ORDER BY e.n RETURNING id",
-    )
-
-
-def audits(s: Statement) -> None:
-    """Audit rows of the attempt's calls that did not answer (they cost tokens too)."""
-    s.add(
-        "aud_rec",
-        "INSERT INTO decisions (tenant_id, session_id, turn_id, step_id, kind, name, attempt, "
-        "is_error, latency_ms, input, output) SELECT :tenant, :session, :turn, :step, a.kind, "
-        "a.name, :attempt, a.is_error, a.latency_ms, a.input, a.output "
-        "FROM jsonb_to_recordset(:audits) AS a(kind text, name text, is_error boolean, "
-        "latency_ms int, input jsonb, output jsonb) RETURNING id",
-    )
-
-
-def spends(s: Statement) -> None:
-    """Each provider call's cost: its reservation settled (or, settled by the reconciler
-    meanwhile, corrected down to its real cost), or its usage row stored; then the counters
-    it moves, in key order (every writer of counters takes them in that order), with the
-    alert of a limited money scope that crossed its threshold (once per window) and its
-    `budget.alert` webhook event."""
-    s.add(
-        "sp",
-        "SELECT * FROM jsonb_to_recordset(:spends) AS x(id uuid, held boolean, call_no int, "
-        "provider text, model text, amount bigint, tokens bigint, cost bigint, "
-        "input_tokens int, output_tokens int, by text, day_start timestamptz)",
-    )
-    s.add(
-        "settled",
-        "UPDATE budget_reservations r SET status = 'settled', settled_at = now(), "
-        "settled_by = sp.by, cost_micros = coalesce(sp.cost, r.amount_micros), "
-        "input_tokens = sp.input_tokens, output_tokens = sp.output_tokens FROM sp "
-        "WHERE sp.held AND r.id = sp.id AND r.status = 'reserved' RETURNING r.id",
-    )
-    s.add(
-        "corrected",
-        "UPDATE budget_reservations r SET settled_by = sp.by, cost_micros = sp.cost, "
-        "input_tokens = sp.input_tokens, output_tokens = sp.output_tokens FROM sp "
-        "WHERE sp.held AND sp.by = 'call' AND sp.cost IS NOT NULL AND r.id = sp.id "
-        "AND r.status = 'settled' AND r.settled_by = 'reconciler' "
-        "AND sp.cost <= r.amount_micros RETURNING r.id",
-    )
-    s.add(
-        "used",
-        "INSERT INTO budget_reservations (id, step_id, attempt, call_no, tenant_id, session_id, "
-        'turn_id, "user", provider, model, day_start, status, amount_micros, tokens, '
-        "cost_micros, input_tokens, output_tokens, settled_by, settled_at, scopes) "
-        "SELECT sp.id, :step, :attempt, sp.call_no, :tenant, :session, :turn, :user, "
-        "sp.provider, sp.model, sp.day_start, 'settled', sp.amount, sp.tokens, "
-        "coalesce(sp.cost, sp.amount), sp.input_tokens, sp.output_tokens, sp.by, now(), "
-        "'{}'::text[] FROM sp WHERE NOT sp.held "
-        "ON CONFLICT (step_id, attempt, call_no) DO NOTHING RETURNING id",
-    )
-    s.add(
-        "moves",
-        "SELECT m.key, m.start, max(m.resets) AS resets, sum(m.reserved) AS reserved, "
-        "sum(m.spent) AS spent FROM jsonb_to_recordset(:moves) AS m(id uuid, happens text, "
-        "key text, start timestamptz, resets timestamptz, reserved bigint, spent bigint) "
-        "WHERE (m.happens = 'settled' AND m.id IN (SELECT id FROM settled)) "
-        "OR (m.happens = 'corrected' AND m.id IN (SELECT id FROM corrected)) "
-        "OR (m.happens = 'used' AND m.id IN (SELECT id FROM used)) GROUP BY m.key, m.start",
-    )
-    s.add(
-        "ctr",
-        "INSERT INTO budget_counters AS c (scope, window_start, resets_at, reserved, spent) "
-        "SELECT key, start, resets, reserved, spent FROM moves ORDER BY key, start "
-        "ON CONFLICT (scope, window_start) DO UPDATE SET "
-        "reserved = c.reserved + EXCLUDED.reserved, spent = c.spent + EXCLUDED.spent, "
-        "alerted_at = CASE WHEN c.alerted_at IS NULL AND c.limit_amount > 0 "
-        "AND c.scope NOT LIKE 'session:%' "
-        "AND (c.spent + EXCLUDED.spent) * 100 >= c.limit_amount * CAST(:alert_pct AS NUMERIC) "
-        "THEN now() ELSE c.alerted_at END "
-        "RETURNING c.scope, c.spent, c.limit_amount, c.alerted_at = now() AS fired",
-    )
-    s.add(
-        "alerts",
-        "SELECT scope, spent, limit_amount, cortex_record_event(:tenant, 'budget.alert', "
-        "jsonb_build_object('tenant_id', :tenant, 'scope', 'tenant', "
-        "'spent_usd', spent / 1e6, 'limit_usd', limit_amount / 1e6, "
-        "'alert_at_pct', CAST(:alert_pct AS NUMERIC))) AS event "
-        "FROM ctr WHERE fired AND scope LIKE 'tenant:%' "
-        "UNION ALL SELECT scope, spent, limit_amount, NULL FROM ctr "
-        "WHERE fired AND scope NOT LIKE 'tenant:%'",
-    )
-    s.columns.append(
-        "(SELECT json_agg(json_build_object('key', scope, 'spent', spent, 'limit', limit_amount)) "
-        "FROM alerts) AS alerts"
-    )
-
-
-def record(s: Statement, parts: Parts, *, turn: bool) -> str:
-    """The record's pieces after the ending's (`RecordRows.parts`); `turn`: the ending updates
-    the turn, whose update takes the warnings. The statement's text."""
-    events, audited, spent, warned, _route = parts
-    warnings_set(s, present=warned and turn)
-    if events:
-        timeline(s)
-    if audited:
-        audits(s)
-    if spent:
-        spends(s)
-    return s.sql()

@@ -4,7 +4,7 @@ conditional updates as a turn's step (`store.budget`), and is settled by the sam
 
 A reservation is keyed by (job, run, call number): a repeated delivery of the same run finds
 the one it holds; a later run (its worker died) makes its own, and the reconciler settles the
-dead run's at the reserved amount (`store.budget.settle_orphans`)."""
+dead run's at the reserved amount (`store.settlement.settle_orphans`)."""
 
 from __future__ import annotations
 

@@ -21,20 +21,17 @@ from sqlalchemy import text
 
 from ..vocabulary import ToolSeverity, TurnStatus
 from . import commit_sql as sql
+from . import record_sql
 from .budget import Alert
+from .commit_params import record_params, reply_params, tool_params
 from .db import Executor
 from .replies import Answer, ErrorDoc, ModelCallAudit, SessionCounters, TurnTotals, Usage
-from .repo import storable_json, storable_text
 from .sql import Precompiled
 from .step_record_rows import (
     Parts,
     RecordRows,
-    audits_param,
     error_param,
     events_param,
-    moves_param,
-    spends_param,
-    warnings_param,
 )
 
 
@@ -174,7 +171,7 @@ def close_step(
 ) -> Closed:
     """Write the step's ending and its record in one statement (see the module's doc)."""
     parts = record.parts
-    params = _record_params(step, record, alert_pct)
+    params = record_params(step, record, alert_pct)
     match ending:
         case Reply():
             gated = gated and ending.end is not None
@@ -182,7 +179,7 @@ def close_step(
             statement = _statement(
                 ("reply", shape, gated, parts), lambda: _reply(shape, gated, parts)
             )
-            params.update(_reply_params(ending))
+            params.update(reply_params(ending))
         case FailTurn():
             statement = _statement(("fail", gated, parts), lambda: _fail(gated, parts))
             params["error"] = error_param(ending.error)
@@ -196,11 +193,11 @@ def close_step(
         case ToolDone():
             proposed = ending.proposal is not None
             statement = _statement(("tool", proposed, parts), lambda: _tool(proposed, parts))
-            params.update(_tool_params(ending))
+            params.update(tool_params(ending))
         case None:
             statement = _statement(("record", parts), lambda: _record_only(parts))
     row = statement.one(db, params)
-    return _closed(row)
+    return closed_of(row)
 
 
 def statement_texts() -> list[tuple[str, int]]:
@@ -236,146 +233,57 @@ def _reply(shape: tuple[bool, bool, bool], gated: bool, parts: Parts) -> str:
     s = sql.Statement()
     sql.session_locks(s, gated=gated)
     sql.reply(s, ending=ending, calls=calls, audited=audited, route=parts[4])
-    return sql.record(s, parts, turn=True)
+    return record_sql.record(s, parts, turn=True)
 
 
 def _fail(gated: bool, parts: Parts) -> str:
     s = sql.Statement()
     sql.session_locks(s, gated=gated)
     sql.fail(s, route=parts[4])
-    return sql.record(s, parts, turn=True)
+    return record_sql.record(s, parts, turn=True)
 
 
 def _release(parts: Parts) -> str:
     s = sql.Statement()
     sql.release(s, route=parts[4], warnings=parts[3])
-    return sql.record(s, parts, turn=False)
+    return record_sql.record(s, parts, turn=False)
 
 
 def _tool(proposed: bool, parts: Parts) -> str:
     s = sql.Statement()
     sql.tool_result(s, proposal=proposed)
-    return sql.record(s, parts, turn=False)
+    return record_sql.record(s, parts, turn=False)
 
 
 def _record_only(parts: Parts) -> str:
     s = sql.Statement()
     sql.no_ending(s)
-    return sql.record(s, parts, turn=False)
+    return record_sql.record(s, parts, turn=False)
 
 
-# --- parameters ------------------------------------------------------------------------------
-
-
-def _record_params(step: StepKey, record: RecordRows, alert_pct: float) -> dict[str, Any]:
+def write_record(
+    db: Executor, *, turn_id: uuid.UUID, rows: RecordRows, tenant_id: uuid.UUID | None = None
+) -> None:
+    """A record of something that is not a step's ending (a turn failed by the reconciler, an
+    agent's handoff), with the same pieces: its timeline events, in order."""
     params: dict[str, Any] = {
-        "session": step.session_id,
-        "turn": step.turn_id,
-        "step": step.step_id,
-        "attempt": step.attempt,
-        "tenant": step.tenant_id,
-        "user": step.user,
+        "session": None,
+        "turn": turn_id,
+        "step": None,
+        "attempt": 0,
+        "tenant": tenant_id,
+        "user": None,
     }
-    if record.events:
-        params["events"] = events_param(record.events)
-    if record.audits:
-        params["audits"] = audits_param(record.audits)
-    if record.spends:
-        params["spends"] = spends_param(record.spends)
-        params["moves"] = moves_param(record.spends)
-        params["alert_pct"] = alert_pct
-    if record.warnings:
-        params["warnings"] = warnings_param(record.warnings)
-    if record.route is not None or record.redactions is not None:
-        params["route"] = None if record.route is None else Jsonb(dict(record.route))
-        params["redactions"] = None if record.redactions is None else Jsonb(dict(record.redactions))
-    return params
+    if rows.audits or rows.spends or rows.warnings or rows.route is not None:
+        raise ValueError("a record without a step holds timeline events only")
+    if not rows.events:
+        return
+    params["events"] = events_param(rows.events)
+    statement = _statement(("record", rows.parts), lambda: _record_only(rows.parts))
+    statement.one(db, params)
 
 
-def _reply_params(reply: Reply) -> dict[str, Any]:
-    u, m = reply.usage, reply.message
-    params: dict[str, Any] = {
-        "add_input": u.input_tokens,
-        "add_output": u.output_tokens,
-        "add_cost": u.cost_usd,
-        "add_model_steps": reply.model_steps,
-        "provider": u.provider,
-        "model": u.model,
-        "fallback_from": u.fallback_from,
-        "input_tokens": u.input_tokens,
-        "output_tokens": u.output_tokens,
-        "cache_read_tokens": u.cache_read_tokens,
-        "cache_write_tokens": u.cache_write_tokens,
-        "cost_usd": u.cost_usd,
-        "latency_ms": u.latency_ms,
-        "message_id": m.id,
-        "content": m.content,
-        "message_calls": None if m.tool_calls is None else Jsonb(m.tool_calls),
-    }
-    if (a := reply.audit) is not None:
-        params.update(
-            call_name=a.name, call_input=Jsonb(dict(a.input)), call_output=Jsonb(dict(a.output))
-        )
-    if reply.end is not None:
-        params.update(
-            status=reply.end.value,
-            answer=reply.answer,
-            error=error_param(reply.error),
-            summarize_step_id=uuid.uuid4(),
-            summarize=reply.summarize_window is not None,
-            window=reply.summarize_window or 0,
-        )
-    if reply.calls:
-        params["calls"] = Jsonb(
-            [
-                {
-                    "id": str(c.tool_call_id),
-                    "step_id": str(c.step_id),
-                    "step_no": c.step_no,
-                    "call_id": storable_text(c.call_id),
-                    "name": storable_text(c.name),
-                    "arguments": storable_json(dict(c.arguments)),
-                }
-                for c in reply.calls
-            ]
-        )
-    return params
-
-
-def _tool_params(done: ToolDone) -> dict[str, Any]:
-    params: dict[str, Any] = {
-        "next_step_id": uuid.uuid4(),
-        "tool_call_id": done.tool_call_id,
-        "call_id": done.call_id,
-        "name": done.name,
-        "content": storable_text(done.content),
-        "is_error": done.is_error,
-        "truncated": done.truncated,
-        "severity": done.severity.value,
-        "error_kind": done.error_kind,
-        "latency_ms": done.latency_ms,
-        "message_id": uuid.uuid4(),
-        "audit_input": Jsonb(storable_json(dict(done.audit_input))),
-        "audit_output": Jsonb(storable_json(dict(done.audit_output))),
-    }
-    if (p := done.proposal) is not None:
-        params.update(
-            proposal_id=p.id,
-            proposal_ttl_s=p.ttl_s,
-            action=storable_text(p.action),
-            product=storable_text(p.product),
-            params=Jsonb(storable_json(dict(p.params))),
-            rationale=storable_text(p.rationale),
-            blast_radius=None if p.blast_radius is None else storable_text(p.blast_radius),
-            reversible=p.reversible,
-        )
-    return params
-
-
-# --- the result ------------------------------------------------------------------------------
-
-
-def _closed(row: Any) -> Closed:
+def closed_of(row: Any) -> Closed:
     fields = row._asdict()
     counts, turn = fields.get("session_counts"), fields.get("turn")
     cut_off = fields.get("cut_off")
@@ -406,25 +314,3 @@ def _totals(turn: dict[str, Any]) -> TurnTotals:
         float(turn["cost_usd"]),
         turn["error"],
     )
-
-
-def write_record(
-    db: Executor, *, turn_id: uuid.UUID, rows: RecordRows, tenant_id: uuid.UUID | None = None
-) -> None:
-    """A record of something that is not a step's ending (a turn failed by the reconciler, an
-    agent's handoff), with the same pieces: its timeline events, in order."""
-    params: dict[str, Any] = {
-        "session": None,
-        "turn": turn_id,
-        "step": None,
-        "attempt": 0,
-        "tenant": tenant_id,
-        "user": None,
-    }
-    if rows.audits or rows.spends or rows.warnings or rows.route is not None:
-        raise ValueError("a record without a step holds timeline events only")
-    if not rows.events:
-        return
-    params["events"] = events_param(rows.events)
-    statement = _statement(("record", rows.parts), lambda: _record_only(rows.parts))
-    statement.one(db, params)

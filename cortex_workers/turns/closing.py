@@ -110,6 +110,8 @@ def _commit(
     c: Commit,
 ) -> list[NextStep]:
     reply = _reply(rt, claim, ctx, c)
+    for warning in c.completion.warnings:  # prompt tools, a refused escalation: on the turn
+        record.warn(warning.code, warning.message)
     if reply.end is None:  # tool calls: one tool step each
         closed = _close(rt, key, reply, record)
         if not closed.went:

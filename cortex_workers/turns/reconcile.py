@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 
 from ..observability.metrics import count_reconciler_action
 from ..runtime import Runtime, get_runtime
-from ..store import budget as budget_store
 from ..store import proposals as proposal_store
-from ..store import repo
+from ..store import repo, settlement
 from ..store import steps as step_store
 from ..store import workers as worker_store
 from ..store.db import transaction
@@ -203,9 +202,7 @@ def _settle_orphaned_reservations(rt: Runtime) -> int:
     attempt or run, or the end of its turn or job, replaced its call) is settled at the
     reserved amount: the provider may have billed."""
     pct = rt.settings.llm_budget.alert_at_pct
-    settled, alerts = budget_store.settle_orphans(
-        rt.engine, alert_at_pct=pct, grace_s=ORPHAN_GRACE_S
-    )
+    settled, alerts = settlement.settle_orphans(rt.engine, alert_at_pct=pct, grace_s=ORPHAN_GRACE_S)
     report_alerts(alerts, pct)
     return settled
 

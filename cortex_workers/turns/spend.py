@@ -22,9 +22,10 @@ from ..messages import Completion, ModelRequest
 from ..providers.registry import Route
 from ..runtime import Runtime
 from ..store import budget as budget_store
-from ..store import tenant_admin
-from ..store.budget import CallToReserve, Reservation, ScopeLimit, Settlement
+from ..store import settlement, tenant_admin
+from ..store.budget import CallToReserve, Reservation, ScopeLimit
 from ..store.db import autocommit
+from ..store.settlement import Settlement
 from ..store.steps import Claim
 from ..vocabulary import BudgetScope
 from .guards.alerts import report_alerts
@@ -152,7 +153,7 @@ def settle(rt: Runtime, held: Reservation, bill: Bill) -> Settlement:
         )
         outcome = Settlement(cost, done.input_tokens, done.output_tokens)
     pct = rt.settings.llm_budget.alert_at_pct
-    report_alerts(budget_store.settle(rt.engine, held.id, outcome, alert_at_pct=pct), pct)
+    report_alerts(settlement.settle(rt.engine, held.id, outcome, alert_at_pct=pct), pct)
     return outcome
 
 

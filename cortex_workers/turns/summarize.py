@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass
 
 from ..errors import TerminalError
-from ..messages import PREVIOUS_SUMMARY, Message, ModelRequest
+from ..messages import PREVIOUS_SUMMARY, Completion, Message, ModelRequest
 from ..privacy import restore_text
 from ..providers.base import collect
 from ..providers.registry import Route
@@ -131,25 +131,31 @@ def _summarize(rt: Runtime, claim: Claim, fold: Fold) -> None:
         bill.paid(completion)
         price = rt.providers.price(route.provider, route.model)
         call.answered(completion, price.cost(completion.input_tokens, completion.output_tokens))
+    _store(rt, claim, fold, completion, guarded.restore)
+
+
+def _store(
+    rt: Runtime, claim: Claim, fold: Fold, completion: Completion, restore: dict[str, str]
+) -> None:
+    """The summarize step finished, with the new summary unless it degraded the context (the
+    anomaly and the action taken in the step's timeline)."""
     record = StepRecord(claim.step_no)
-    keep = kept_previous(rt, record, previous, completion.text)  # context_degradation
+    keep = kept_previous(rt, record, fold.previous, completion.text)  # context_degradation
     with transaction(rt.db) as db:
         write_record(db, turn_id=claim.turn_id, rows=record.rows(), tenant_id=fold.tenant_id)
-        if (
-            step_store.finish_step(
-                db,
-                step_id,
-                claim.attempt,
-                input_tokens=completion.input_tokens,
-                output_tokens=completion.output_tokens,
-            )
-            and not keep
-        ):
+        finished = step_store.finish_step(
+            db,
+            claim.step_id,
+            claim.attempt,
+            input_tokens=completion.input_tokens,
+            output_tokens=completion.output_tokens,
+        )
+        if finished and not keep:
             repo.fold_summary(
                 db,
                 fold.session_id,
                 expected_upto=fold.start,
-                upto=folded_upto[-1].seq,
-                summary=restore_text(completion.text, guarded.restore),
+                upto=fold.messages[-1].seq,
+                summary=restore_text(completion.text, restore),
             )
     count_step(StepKind.SUMMARIZE, StepOutcome.DONE)

@@ -15,8 +15,10 @@ from cortex_workers.budget import day_window, forever
 from cortex_workers.observability import metrics
 from cortex_workers.runtime import get_runtime
 from cortex_workers.store import budget as budget_store
+from cortex_workers.store import settlement
 from cortex_workers.store import webhooks as webhook_store
-from cortex_workers.store.budget import Alert, CallToReserve, ScopeLimit, Settlement
+from cortex_workers.store.budget import Alert, CallToReserve, ScopeLimit
+from cortex_workers.store.settlement import Settlement
 from cortex_workers.turns.guards.alerts import report_alerts
 from cortex_workers.vocabulary import BudgetScope
 
@@ -67,7 +69,7 @@ def test_twenty_concurrent_settles_crossing_eighty_percent_alert_exactly_once(
     def settle(reservation: budget_store.Reservation) -> None:
         start.wait()
         fired.extend(
-            budget_store.settle(
+            settlement.settle(
                 get_runtime().engine,
                 reservation.id,
                 Settlement(CALL, 10, 10),

@@ -17,12 +17,13 @@ from support import Api, Fakes, wait_until
 
 from cortex_workers.budget import day_window
 from cortex_workers.runtime import get_runtime
-from cortex_workers.store import budget as budget_store
 from cortex_workers.store import jobs as job_store
-from cortex_workers.store.budget import Reservation, ScopeLimit, Settlement
+from cortex_workers.store import settlement
+from cortex_workers.store.budget import Reservation, ScopeLimit
 from cortex_workers.store.db import transaction
 from cortex_workers.store.job_budget import JobCallToReserve, reserve_job_call
 from cortex_workers.store.jobs import JobSpec
+from cortex_workers.store.settlement import Settlement
 from cortex_workers.vocabulary import BudgetScope
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
@@ -195,5 +196,5 @@ def test_a_dead_workers_job_call_is_settled_at_what_it_reserved_a_live_one_is_no
     assert _reservation(live)["status"] == "reserved"  # its worker still holds the job
     assert _counter(f"tenant:{tenant_id}") == (200_000, 300_000)
 
-    budget_store.settle(get_runtime().engine, live, Settlement(75_000, 0, 1024), alert_at_pct=80)
+    settlement.settle(get_runtime().engine, live, Settlement(75_000, 0, 1024), alert_at_pct=80)
     assert _counter(f"tenant:{tenant_id}") == (275_000, 0)

@@ -61,7 +61,13 @@ def _turn(rt: Runtime, tenant: str, *, age_days: float | None) -> uuid.UUID:
             name="m",
             attempt=1,
         )
-        if age_days is not None:
+        if age_days is None:  # running, its step held by a live call: no worker takes it
+            db.execute(
+                update(Step)
+                .where(Step.id == new.first_step_id)
+                .values(status="leased", attempt=1, lease_until=func.now() + timedelta(hours=1))
+            )
+        else:
             at = func.now() - timedelta(days=age_days)
             db.execute(
                 update(Turn).where(Turn.id == new.id).values(status=TurnStatus.DONE, finished_at=at)

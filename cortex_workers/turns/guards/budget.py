@@ -205,41 +205,23 @@ def spent(
 ) -> None:
     """The call's spend appended to the record: its real cost when it `answered` (with the
     route that did), else what it held; and the timeline's `budget` settlement."""
-    cost_micros: int | None = None
-    tokens_in = tokens_out = None
-    by = "failure"
-    if answered is not None:
-        done, route = answered
-        price = rt.providers.price(route.provider, route.model)
-        cost_micros = call_cost_micros(
-            done.input_tokens,
-            done.output_tokens,
-            input_per_mtok=price.input_per_mtok,
-            output_per_mtok=price.output_per_mtok,
-        )
-        if cost_micros > admitted.hold.amount_micros:
-            log.warning(
-                "a call cost %d micro-dollars, more than the %d reserved (the provider counted "
-                "more tokens than the request's size bounds)",
-                cost_micros,
-                admitted.hold.amount_micros,
-            )
-        tokens_in, tokens_out, by = done.input_tokens, done.output_tokens, "call"
+    cost = _cost(rt, admitted, answered)
     money = budget_store.money_keys(caller.tenant_id)
     day = budget.day.window
     reservation = admitted.hold.reservation
     if reservation is not None:
+        tokens = None if cost.input_tokens is None else cost.input_tokens + cost.output_tokens
         moves = budget_store.settlement_moves(
             reservation,
             money=money,
             session_key=budget.scopes[2].key,
             resets_at=day.resets_at,
-            cost_micros=cost_micros,
-            used_tokens=None if tokens_in is None else tokens_in + (tokens_out or 0),
+            cost_micros=cost.micros,
+            used_tokens=tokens,
         )
         spend_id, day_start = reservation.id, reservation.day_start
     else:
-        charged = admitted.hold.amount_micros if cost_micros is None else cost_micros
+        charged = admitted.hold.amount_micros if cost.micros is None else cost.micros
         moves = budget_store.usage_moves(money=money, day=day, cost_micros=charged)
         spend_id, day_start = uuid.uuid4(), day.start
     record.spent(
@@ -251,14 +233,46 @@ def spent(
             model=admitted.route.model,
             amount_micros=admitted.hold.amount_micros,
             tokens=admitted.hold.tokens,
-            cost_micros=cost_micros,
-            input_tokens=tokens_in,
-            output_tokens=tokens_out,
-            by=by,
+            cost_micros=cost.micros,
+            input_tokens=cost.input_tokens,
+            output_tokens=cost.output_tokens if cost.input_tokens is not None else None,
+            by=cost.by,
             day_start=day_start,
             moves=moves,
         )
     )
-    settled = cost_micros if cost_micros is not None else admitted.hold.amount_micros
-    data = {"action": "settled", "by": by, "cost_usd": settled / 1e6}
+    settled = cost.micros if cost.micros is not None else admitted.hold.amount_micros
+    data = {"action": "settled", "by": cost.by, "cost_usd": settled / 1e6}
     record.note(TimelineKind.BUDGET, data)
+
+
+@dataclass(frozen=True, slots=True)
+class _Cost:
+    micros: int | None
+    """None: the call did not finish; it costs what it held."""
+    input_tokens: int | None = None
+    output_tokens: int = 0
+    by: str = "failure"
+
+
+def _cost(rt: Runtime, admitted: Admitted, answered: tuple[Completion, Route] | None) -> _Cost:
+    """What the call cost at the prices of the route that answered (list price of the tokens
+    the provider reported)."""
+    if answered is None:
+        return _Cost(None)
+    done, route = answered
+    price = rt.providers.price(route.provider, route.model)
+    micros = call_cost_micros(
+        done.input_tokens,
+        done.output_tokens,
+        input_per_mtok=price.input_per_mtok,
+        output_per_mtok=price.output_per_mtok,
+    )
+    if micros > admitted.hold.amount_micros:
+        log.warning(
+            "a call cost %d micro-dollars, more than the %d reserved (the provider counted "
+            "more tokens than the request's size bounds)",
+            micros,
+            admitted.hold.amount_micros,
+        )
+    return _Cost(micros, done.input_tokens, done.output_tokens, "call")
