@@ -4,8 +4,11 @@ stream and in the history."""
 
 from __future__ import annotations
 
+import pytest
 from agents.helpers import ACK, coordinator, follow_up_of, read_session, tasks
 from support import Api, text_of
+
+pytestmark = pytest.mark.servers
 
 
 def test_the_answer_arrives_later_as_a_new_assistant_message(client: Api) -> None:

@@ -8,11 +8,14 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
 from budget_support import LlmWorkers, new_tenant
 from sqlalchemy import text
 from support import Api, Fakes, Workers, wait_until
 
 from cortex_workers.runtime import get_runtime
+
+pytestmark = pytest.mark.servers
 
 RESERVED = 300_000  # µ$: 4096 output tokens of gpt-budget-test at most
 PER_128_TOKENS = 9_375  # µ$: what 128 output tokens of gpt-budget-test cost

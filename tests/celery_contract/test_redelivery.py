@@ -21,6 +21,8 @@ from celery.worker import WorkController
 
 from cortex_workers.queues import Queue, task_name
 
+pytestmark = pytest.mark.servers
+
 PROBE = task_name(Queue.LLM, "contract_probe")
 WAIT_S = 60
 """How long a probe run waits to be released, and the test for each run: only a broken

@@ -15,6 +15,8 @@ from cortex_workers.queues import Queue, step_route
 from cortex_workers.turns.steps import AgentTaskRef, NextStep
 from cortex_workers.vocabulary import StepKind
 
+pytestmark = pytest.mark.servers
+
 
 @pytest.mark.parametrize("name", sorted(TASKS))
 def test_a_task_sent_by_name_waits_on_its_queue_and_no_other(

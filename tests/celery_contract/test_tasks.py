@@ -14,6 +14,8 @@ from celery_support import TASKS
 from cortex_workers import queues
 from cortex_workers.queues import Queue
 
+pytestmark = pytest.mark.servers
+
 
 def test_the_app_registers_exactly_these_tasks_each_named_after_its_queue(app: Celery) -> None:
     assert queues.RUN_MODEL_STEP == "cortex.llm.run_model_step"

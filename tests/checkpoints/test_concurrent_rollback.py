@@ -6,11 +6,14 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
 from checkpoint_support import ENDED
 from sqlalchemy import text
 from support import Api
 
 from cortex_workers.runtime import get_runtime
+
+pytestmark = pytest.mark.servers
 
 ROUNDS = 20
 

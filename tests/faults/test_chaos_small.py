@@ -23,6 +23,8 @@ import pytest
 
 from scripts.faults import run_scenario
 
+pytestmark = pytest.mark.servers
+
 # The suite's broker choice carries over: with CORTEX_TEST_BROKER_URL on RabbitMQ, each stack
 # gets a RabbitMQ vhost of its own (created and deleted by the harness); streams stay on Redis.
 BROKER = "rabbitmq" if os.environ.get("CORTEX_TEST_BROKER_URL", "").startswith("amqp") else "redis"

@@ -15,6 +15,8 @@ import pytest
 
 from scripts.faults import run_scenario
 
+pytestmark = pytest.mark.servers
+
 MUST_BE_ZERO = (
     "not_accepted",
     "lost",

@@ -13,8 +13,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hot_path_support import Counted
 from support import Api
+
+pytestmark = pytest.mark.servers
 
 TURNS = 9
 PLAIN = {"text": "a plain answer of a few words"}

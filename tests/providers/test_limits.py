@@ -14,6 +14,8 @@ from cortex_workers.keys import failures_key
 from cortex_workers.providers.limits import Health, Limit, RateLimiter
 from cortex_workers.stream_writer import PipelinedWriter
 
+pytestmark = pytest.mark.servers
+
 
 @pytest.fixture
 def client(stack: Stack) -> Iterator[redis.Redis]:

@@ -23,6 +23,8 @@ from cortex_workers.store.models import Turn
 from cortex_workers.store.schedules import Schedule
 from cortex_workers.turns.schedules import fire_due
 
+pytestmark = pytest.mark.servers
+
 
 def _schedule(client: Api, sid: str, **rule: float | str) -> str:
     r = client.http.post(f"/v1/sessions/{sid}/schedules", json={"content": "tick", **rule})

@@ -21,6 +21,8 @@ from cortex_workers.store.db import (
     transaction,
 )
 
+pytestmark = pytest.mark.servers
+
 
 def _seen_elsewhere(stack: Stack, name: str) -> bool:
     url = normalize_url(stack.database_url).replace("postgresql+psycopg://", "postgresql://")

@@ -18,6 +18,8 @@ from cortex_workers.store import claims, new_turns, repo, tenants
 from cortex_workers.store.db import autocommit, make_engine, make_sessionmaker, transaction
 from cortex_workers.store.models import Session
 
+pytestmark = pytest.mark.servers
+
 
 @pytest.fixture(scope="module")
 def factory(stack: Stack) -> Iterator[sessionmaker[Db]]:

@@ -50,6 +50,8 @@ from cortex_workers.store.step_record_rows import RecordRows
 from cortex_workers.vocabulary import ToolSeverity, TurnStatus
 from scripts.bench.history import load_history
 
+pytestmark = pytest.mark.servers
+
 BIG = {"turns", "steps", "messages", "decisions"}
 HISTORY = 20_000
 

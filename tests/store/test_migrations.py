@@ -21,6 +21,8 @@ import cortex_workers
 from cortex_workers.store.db import normalize_url
 from cortex_workers.store.models import Base
 
+pytestmark = pytest.mark.servers
+
 MIGRATIONS = Path(cortex_workers.__file__).parent / "store" / "migrations"
 TABLES = {
     "tenants",

@@ -12,6 +12,8 @@ from support import Stack
 
 from cortex_workers.store.db import make_engine, normalize_url
 
+pytestmark = pytest.mark.servers
+
 
 def _backend_pid(engine: Engine) -> int:
     with engine.begin() as conn:

@@ -21,6 +21,8 @@ import cortex_workers.store
 from cortex_workers.store.db import autocommit, make_engine, make_sessionmaker
 from cortex_workers.store.sql import Precompiled
 
+pytestmark = pytest.mark.servers
+
 
 def _precompiled_statements() -> Iterator[tuple[str, Precompiled]]:
     for info in pkgutil.iter_modules(cortex_workers.store.__path__):

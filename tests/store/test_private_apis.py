@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psycopg
 import psycopg._queries
+import pytest
 import sqlalchemy
 from psycopg.rows import namedtuple_row
 from sqlalchemy import Integer, bindparam, literal, select
@@ -19,6 +20,8 @@ from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
 from sqlalchemy.engine.default import DefaultDialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.compiler import SQLCompiler
+
+pytestmark = pytest.mark.servers
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 

@@ -20,6 +20,8 @@ from cortex_workers.store.models import Decision, Message, Step, Turn
 from cortex_workers.turns import retention
 from cortex_workers.vocabulary import DecisionKind, TurnStatus
 
+pytestmark = pytest.mark.servers
+
 
 @pytest.fixture
 def names(stack: Stack) -> dict[str, str]:

@@ -21,6 +21,8 @@ from cortex_workers.store.db import autocommit, make_engine, make_sessionmaker, 
 from cortex_workers.store.models import Message, Step, Turn
 from cortex_workers.vocabulary import TurnStatus
 
+pytestmark = pytest.mark.servers
+
 
 @pytest.fixture(scope="module")
 def factory(stack: Stack) -> Iterator[sessionmaker[Db]]:

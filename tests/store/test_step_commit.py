@@ -40,6 +40,8 @@ from cortex_workers.store.step_record_rows import (
 from cortex_workers.store.timeline import of_turn
 from cortex_workers.vocabulary import StepKind, TimelineKind, ToolSeverity, TurnStatus
 
+pytestmark = pytest.mark.servers
+
 
 @pytest.fixture(scope="module")
 def factory(stack: Stack) -> Iterator[sessionmaker[Db]]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from support import Api, stored_text, text_of
+
+pytestmark = pytest.mark.servers
 
 TWO_TOOLS = [
     {

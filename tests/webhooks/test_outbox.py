@@ -16,6 +16,8 @@ from cortex_workers.store.webhook_tables import Webhook, WebhookDelivery, Webhoo
 from cortex_workers.store.webhooks import record_event
 from cortex_workers.vocabulary import WebhookEventType
 
+pytestmark = pytest.mark.servers
+
 
 @pytest.fixture(scope="module")
 def engine(stack: Stack) -> Iterator[Engine]:

@@ -12,6 +12,8 @@ import pytest
 from fakes.webhook_receiver import Receiver
 from support import Api, Workers, wait_until
 
+pytestmark = pytest.mark.servers
+
 
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:

@@ -12,8 +12,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 import redis
 from support import Api, Event, Stack, free_port, stored_text, text_of, wait_until
+
+pytestmark = pytest.mark.servers
 
 SLOW = {"text": "one two three four five six seven eight nine ten", "token_ms": 150}
 

@@ -27,6 +27,8 @@ from cortex_workers.streaming import (
     stream_key,
 )
 
+pytestmark = pytest.mark.servers
+
 
 @pytest.fixture
 def r(stack: Stack) -> Iterator[redis.Redis]:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from support import Stack
+
+pytestmark = pytest.mark.servers
 
 
 def test_more_threads_than_redis_connections_wait_for_one(stack: Stack) -> None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from support import Api, Workers, stored_text, text_of, wait_until
+
+pytestmark = pytest.mark.servers
 
 
 def test_killing_the_llm_worker_mid_step_still_completes_the_turn_exactly_once(

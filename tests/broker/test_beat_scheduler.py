@@ -14,6 +14,8 @@ from support import Stack
 from config.celery_app import app
 from config.scheduler import ResilientRedBeatScheduler
 
+pytestmark = pytest.mark.servers
+
 
 @pytest.fixture
 def scheduler(stack: Stack) -> Iterator[ResilientRedBeatScheduler]:

@@ -13,6 +13,8 @@ from cortex_workers.runtime import get_runtime
 from cortex_workers.store.db import transaction
 from cortex_workers.store.models import Step, Turn
 
+pytestmark = pytest.mark.servers
+
 
 def _tenant_of(client: Api) -> uuid.UUID:
     from cortex_workers.store import tenants

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from support import Api, stored_text, text_of, wait_until
+
+pytestmark = pytest.mark.servers
 
 
 def test_twenty_concurrent_posts_to_one_session_run_strictly_in_order(client: Api) -> None:

@@ -3,7 +3,10 @@ the keeper could not renew is noticed by the step that lost it."""
 
 from __future__ import annotations
 
+import pytest
 from support import Api, text_of
+
+pytestmark = pytest.mark.servers
 
 
 def test_a_model_slower_to_first_token_than_the_lease_is_not_run_twice(client: Api) -> None:

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 import pytest
 from support import Api, Fakes, Workers, stored_text, text_of, wait_until
 
+pytestmark = pytest.mark.servers
+
 LONG_LEASE = {"CORTEX_LEASE_S": "120"}
 
 
