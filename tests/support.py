@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,7 +88,11 @@ class Workers:
 
     def start(self, name: str, **extra_env: str) -> None:
         """Start the worker `name` (a queue group, or `GROUP-suffix` for another worker of
-        that group), with `extra_env` over the group's environment."""
+        that group), with `extra_env` over the group's environment; wait until it is ready."""
+        self._wait_ready(name, self._launch(name, **extra_env))
+
+    def _launch(self, name: str, **extra_env: str) -> int:
+        """Start the process of worker `name`; the offset of its log where its own lines begin."""
         tests_dir = str(Path(__file__).resolve().parent)
         paths = [p for p in self.env.get("PYTHONPATH", "").split(os.pathsep) if p]
         if tests_dir not in paths:  # the workers import tests/sample_tools.py
@@ -105,6 +109,9 @@ class Workers:
             start_new_session=True,
             preexec_fn=lambda: die_with_parent(signal.SIGKILL),
         )
+        return since
+
+    def _wait_ready(self, name: str, since: int) -> None:
         wait_until(
             lambda: (
                 b"ready" in (self.log_dir / f"{name}.log").read_bytes()[since:] or name == "beat"
@@ -113,9 +120,17 @@ class Workers:
             what=f"worker {name} ready",
         )
 
+    def start_together(
+        self, *names: str, env_of: Callable[[str], dict[str, str]] | None = None
+    ) -> None:
+        """Start the workers `names` at once (each imports on its own), then wait for every
+        one; `env_of(name)` gives a worker's own settings over the group's."""
+        offsets = {name: self._launch(name, **(env_of(name) if env_of else {})) for name in names}
+        for name in names:
+            self._wait_ready(name, offsets[name])
+
     def start_all(self) -> None:
-        for name in (*QUEUE_GROUPS, "beat"):
-            self.start(name)
+        self.start_together(*QUEUE_GROUPS, "beat")
 
     def kill(self, name: str) -> None:
         """SIGKILL, as a crash or an OOM kill would."""

@@ -54,8 +54,7 @@ def side(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sid
     group = Workers(env=env, log_dir=logs)
     group.purge_queues()
     try:
-        group.start("llm")
-        group.start("tools")
+        group.start_together("llm", "tools")
         with side_api(env, logs / "api.log") as base:
             yield Side(env, Api(base), remote, local, logs)
     finally:

@@ -67,8 +67,7 @@ def counted(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     group = Workers(env=dict(base), log_dir=logs)
     group.env["CELERY_BROKER_URL"] = env_of("llm")["CELERY_BROKER_URL"]
     group.purge_queues()
-    group.start("llm", **env_of("llm"))
-    group.start("tools", **env_of("tools"))
+    group.start_together("llm", "tools", env_of=env_of)
     port = free_port()
     api = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "config.asgi:app", "--host", "127.0.0.1"]
