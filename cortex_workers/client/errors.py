@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..messages import ErrorDoc
+
 
 class CortexClientError(Exception):
     """Base of every error the client raises."""
@@ -129,9 +131,9 @@ class TurnCancelled(CortexClientError):
 
 
 class JobFailed(CortexClientError):
-    """An LLM function's job ended `failed`; `job` is its last state."""
+    """An LLM function's job ended `failed`; `error` is the job's, else each attempt's."""
 
-    def __init__(self, job_id: str, error: Any) -> None:
+    def __init__(self, job_id: str, error: ErrorDoc | list[str | None] | None) -> None:
         super().__init__(f"job {job_id} failed: {error}")
         self.job_id = job_id
         self.error = error

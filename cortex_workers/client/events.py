@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from ..messages import JsonObject
 from ..vocabulary import ProposalStatus, ToolSeverity, TurnStatus
 
 
@@ -38,7 +39,7 @@ class ToolCallEvent(_Event):
     event: Literal["tool_call"] = "tool_call"
     call_id: str = Field(alias="id_", default="")
     name: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
     step: int
 
 
@@ -61,7 +62,7 @@ class ProposalEvent(_Event):
     product: str
     rationale: str
     status: ProposalStatus
-    params: dict[str, Any]
+    params: JsonObject
     blast_radius: str | None = None
     reversible: bool | None = None
     expires_at: str | None = None
