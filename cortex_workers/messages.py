@@ -56,15 +56,6 @@ class ToolCall:
     arguments: JsonObject
 
 
-@with_config(ConfigDict(extra="allow"))  # the API shows a stored document whole
-class ToolCallDoc(TypedDict):
-    """A tool call as an assistant message stores it."""
-
-    id: str
-    name: str
-    arguments: JsonObject
-
-
 @dataclass(frozen=True, slots=True)
 class Message:
     """One message of the context the model sees."""
@@ -140,15 +131,6 @@ class WarningEvent:
     code: str
     message: str
     kind: Literal["warning"] = "warning"
-
-
-@with_config(ConfigDict(extra="allow"))  # the API shows a stored document whole
-class WarningDoc(TypedDict):
-    """A warning a turn records (`turns.warnings`), e.g. tools offered through the prompt."""
-
-    code: str
-    message: str
-    step: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,9 +7,20 @@ comparing codes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired
 
-from ..messages import ErrorDoc
+from pydantic import ConfigDict, JsonValue, with_config
+from typing_extensions import TypedDict
+
+
+@with_config(ConfigDict(extra="allow"))  # a newer server's fields are kept
+class ErrorDoc(TypedDict):
+    """An error as the API sends it: the body of an error response, and the `error` of a turn,
+    a step, a job or a batch's result (the server's `cortex_workers.messages.ErrorDoc`)."""
+
+    code: str
+    message: str
+    details: NotRequired[JsonValue]
 
 
 class CortexClientError(Exception):

@@ -9,12 +9,15 @@ data, so a newer server never breaks an older client.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
-from ..messages import JsonObject
 from ..vocabulary import ProposalStatus, ToolSeverity, TurnStatus
+
+JsonObject: TypeAlias = dict[str, JsonValue]
+"""A JSON object whose shape is open: a tool's arguments, a proposal's params, metadata, a JSON
+Schema (the server's `cortex_workers.messages.JsonObject`)."""
 
 
 class _Event(BaseModel):

@@ -9,10 +9,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, with_config
 from typing_extensions import TypedDict
 
-from ..messages import ErrorDoc as ErrorDoc
-from ..messages import JsonObject as JsonObject
-from ..messages import ToolCallDoc, WarningDoc
 from ..vocabulary import BatchStatus, DeliveryStatus, JobStatus, ProposalStatus, TurnStatus
+from .errors import ErrorDoc
+from .events import JsonObject as JsonObject
 from .events import Usage
 
 IfBusy = Literal["enqueue", "reject", "interrupt"]
@@ -45,11 +44,20 @@ class Session(_Model):
     created_at: datetime | None = None
 
 
+@with_config(ConfigDict(extra="allow"))  # a newer server's fields are kept
+class MessageToolCall(TypedDict):
+    """A tool call of an assistant message."""
+
+    id: str
+    name: str
+    arguments: JsonObject
+
+
 class StoredMessage(_Model):
     seq: int
     role: str
     content: str
-    tool_calls: list[ToolCallDoc] | None = None
+    tool_calls: list[MessageToolCall] | None = None
     tool_call_id: str | None = None
     name: str | None = None
     is_error: bool = False
@@ -68,6 +76,15 @@ class TurnAccepted(_Model):
     seq: int
     status: TurnStatus
     events_url: str
+
+
+@with_config(ConfigDict(extra="allow"))  # a newer server's fields are kept
+class TurnWarning(TypedDict):
+    """Something the turn recorded, e.g. tools offered through the prompt."""
+
+    code: str
+    message: str
+    step: int
 
 
 @with_config(ConfigDict(extra="allow"))  # a newer server's fields are kept
@@ -116,7 +133,7 @@ class Turn(_Model):
     content: str
     answer: str | None = None
     error: ErrorDoc | None = None
-    warnings: list[WarningDoc] = []
+    warnings: list[TurnWarning] = []
     usage: Usage = Usage()
     cost_usd: float = 0.0
     steps: list[TurnStep] = []

@@ -6,7 +6,10 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from ..messages import ErrorDoc, JsonObject, ToolCallDoc, WarningDoc
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict
+
+from ..messages import ErrorDoc, JsonObject
 from ..vocabulary import TurnStatus
 
 __all__ = [
@@ -19,6 +22,24 @@ __all__ = [
     "Usage",
     "WarningDoc",
 ]
+
+
+@with_config(ConfigDict(extra="allow"))  # the API shows a stored document whole
+class ToolCallDoc(TypedDict):
+    """A tool call as an assistant message stores it."""
+
+    id: str
+    name: str
+    arguments: JsonObject
+
+
+@with_config(ConfigDict(extra="allow"))  # the API shows a stored document whole
+class WarningDoc(TypedDict):
+    """A warning a turn records (`turns.warnings`), e.g. tools offered through the prompt."""
+
+    code: str
+    message: str
+    step: int
 
 
 @dataclass(frozen=True, slots=True)
