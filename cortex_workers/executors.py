@@ -8,12 +8,14 @@ is recorded on the proposal; an exception marks it `execution_failed` with the m
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Mapping
+
+from .messages import JsonObject
 
 log = logging.getLogger(__name__)
 
 
-def record_only(proposal: dict[str, Any]) -> dict[str, Any]:
+def record_only(proposal: Mapping[str, object]) -> JsonObject:
     """The default: execute nothing; record that the operator confirmed it."""
     log.info(
         "proposal %s confirmed: %s on %s (recorded only; no executor configured)",

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, assert_never
+from typing import Literal, NotRequired, TypeAlias, assert_never
+
+from pydantic import ConfigDict, JsonValue, with_config
+from typing_extensions import TypedDict
 
 from .vocabulary import AgentMode, ProposalStatus, TaskStatus, ToolSeverity, TurnStatus
 
@@ -16,6 +19,32 @@ Role = Literal["system", "user", "assistant", "tool"]
 FinishReason = Literal["stop", "tool_calls", "length", "cancelled"]
 PREVIOUS_SUMMARY = "Previous summary:\n"
 """Prefix of the system message that carries the rolling summary into a summarize request."""
+JsonObject: TypeAlias = dict[str, JsonValue]
+"""A JSON object whose shape is open by contract: a JSON Schema, the arguments a model gives a
+tool, a tenant's metadata, a payload passed through to or from a provider."""
+
+
+@with_config(ConfigDict(extra="allow"))  # the API shows a stored document whole
+class ErrorDoc(TypedDict):
+    """Why something failed, wherever an error is carried: a turn's, a step's, a job's or a
+    task's `error` column, the `error` event, an API error body and the client's copy of it."""
+
+    code: str
+    """Stable, for programs."""
+    message: str
+    """For people: says what to do next."""
+    details: NotRequired[JsonValue]
+    """What else the caller may act on (the invalid fields of a request, a provider's
+    answer), where there is something."""
+
+
+@with_config(ConfigDict(extra="allow"))  # the API shows a stored document whole
+class AttemptErrorDoc(ErrorDoc):
+    """The error of a model step's attempt that is retried, as the step keeps it."""
+
+    attempt: int
+    provider: str
+    model: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +53,7 @@ class ToolCall:
 
     id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +76,8 @@ class ToolSpec:
 
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: JsonObject
+    """Its arguments' JSON Schema."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +90,13 @@ class ModelRequest:
     purpose: Literal["reply", "summarize"] = "reply"
     temperature: float | None = None
     max_tokens: int | None = None
-    script: tuple[dict[str, Any], ...] | None = None
-    """The session's `metadata.script` (scripted provider only)."""
+    script: tuple[JsonValue, ...] | None = None
+    """The session's `metadata.script` (scripted provider only), which it validates."""
     call_index: int = 0
     """Which model step of the session this is, from 0 (scripted provider)."""
     attempt: int = 1
     """Which attempt of this step this is, from 1."""
-    result_schema: dict[str, Any] | None = None
+    result_schema: JsonObject | None = None
     """A JSON Schema the answer must follow (a job's `result_schema`): providers with
     structured output get it natively (OpenAI `response_format`, Anthropic forced tool use)."""
 
@@ -178,7 +208,7 @@ class ToolCallRequested:
 
     id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
     step: int
     event: Literal["tool_call"] = "tool_call"
 
@@ -224,7 +254,8 @@ class ProposalChanged:
     product: str
     rationale: str
     status: ProposalStatus
-    params: dict[str, Any]
+    params: JsonObject
+    """The action's parameters, as the model gave them."""
     blast_radius: str | None
     reversible: bool | None
     expires_at: str | None
@@ -257,6 +288,15 @@ class AgentDone:
     event: Literal["agent_done"] = "agent_done"
 
 
+@with_config(ConfigDict(extra="allow"))  # the API shows a stored document whole
+class TaskProgress(TypedDict, total=False):
+    """An agent task's last progress report."""
+
+    fraction: float
+    """From 0 to 1."""
+    note: str
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskChanged:
     """An agent task changed state or reported progress: on the session's notices."""
@@ -264,9 +304,9 @@ class TaskChanged:
     id: str
     agent: str
     status: TaskStatus
-    progress: dict[str, Any] | None
-    """`{"fraction", "note"}` as the agent last reported it."""
-    error: dict[str, Any] | None
+    progress: TaskProgress | None
+    """As the agent last reported it."""
+    error: ErrorDoc | None
     follow_up_turn_id: str | None
     event: Literal["task"] = "task"
 
@@ -339,7 +379,7 @@ SessionNotice = ProposalChanged | TaskChanged
 """The events of a session that belong to no turn."""
 
 
-def event_data(event: TurnEvent) -> dict[str, Any]:
+def event_data(event: TurnEvent) -> dict[str, object]:
     """The event's data, with the field names and order of the wire contract."""
     match event:
         case StreamOpened():

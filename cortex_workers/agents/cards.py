@@ -4,15 +4,16 @@ loaded; a bad card is rejected with its reason, never fatal)."""
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..messages import JsonObject
 from ..vocabulary import AgentKind, AgentMode
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,57}$")
-DEFAULT_INPUT_SCHEMA: dict[str, Any] = {
+DEFAULT_INPUT_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {"task": {"type": "string", "description": "What the agent should do."}},
     "required": ["task"],
@@ -34,7 +35,7 @@ class _Card(BaseModel):
     name: str
     description: str = Field(min_length=1, max_length=2000)
     skills: list[Skill] = Field(default_factory=list)
-    input_schema: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_INPUT_SCHEMA))
+    input_schema: JsonObject = Field(default_factory=lambda: dict(DEFAULT_INPUT_SCHEMA))
     mode: AgentMode = AgentMode.FOREGROUND
     timeout_s: float = Field(default=300.0, gt=0, le=86_400)
 
@@ -47,7 +48,7 @@ class _Card(BaseModel):
 
     @field_validator("input_schema")
     @classmethod
-    def _schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+    def _schema(cls, value: JsonObject) -> JsonObject:
         jsonschema.Draft202012Validator.check_schema(value)
         if value.get("type") != "object":
             raise ValueError('must be a JSON Schema of "type": "object"')
@@ -63,7 +64,7 @@ class LlmCard(_Card):
     model: str | None = None
     tools: list[str] = Field(default_factory=list)
     agents: list[str] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)
     """The child session's metadata (`script` drives the scripted provider)."""
 
 

@@ -11,6 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
 
+from ..messages import ErrorDoc, JsonObject
 from ..vocabulary import TaskStatus
 
 
@@ -33,10 +34,10 @@ class Outcome:
 
     status: TaskStatus
     result: Any = None
-    error: dict[str, Any] | None = None
+    error: ErrorDoc | None = None
 
 
-Handler = Callable[[dict[str, Any], AgentContext], Any]
+Handler = Callable[[JsonObject, AgentContext], Any]
 
 
 def resolve(spec: str) -> Handler:
@@ -57,7 +58,7 @@ def _jsonable(value: Any) -> Any:
 
 def run_handler(
     handler: str,
-    input: dict[str, Any],
+    input: JsonObject,
     ctx: AgentContext,
     *,
     timeout_s: float,

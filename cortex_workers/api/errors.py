@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException
 
 from ..budget import BudgetExhausted, UserRateLimited
 from ..errors import ConflictError, CortexError, InvalidRequest, NotFound
+from ..messages import ErrorDoc
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +54,9 @@ class RateLimited(CortexError):
 def error_response(
     status: int, code: str, message: str, details: Any = None, headers: dict[str, str] | None = None
 ) -> JSONResponse:
+    error: ErrorDoc = {"code": code, "message": message, "details": details}
     return JSONResponse(
-        {"error": {"code": code, "message": message, "details": details}},
+        {"error": error},
         status_code=status,
         headers=headers,
     )

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from ..messages import ErrorDoc, JsonObject
 from ..store.jobs import JobSpec
 from ..vocabulary import BatchStatus, JobStatus
 from .schemas import MAX_TEXT, SessionCreate, StorableBody, Usage
@@ -19,11 +20,11 @@ class JobFields(StorableBody):
     """What a job and a batch share."""
 
     instructions: str = Field(min_length=1, max_length=MAX_TEXT)
-    result_schema: dict[str, Any] = Field(description="The JSON Schema the answer must follow.")
+    result_schema: JsonObject = Field(description="The JSON Schema the answer must follow.")
     provider: str | None = Field(default=None, min_length=1, max_length=100)
     model: str | None = Field(default=None, min_length=1, max_length=200)
     max_attempts: int = Field(default=3, ge=1, le=10)
-    metadata: dict[str, Any] = Field(
+    metadata: JsonObject = Field(
         default_factory=dict,
         description="Free-form; `metadata.script` drives the scripted provider (one reply "
         "per attempt).",
@@ -31,7 +32,7 @@ class JobFields(StorableBody):
 
     @field_validator("metadata")
     @classmethod
-    def _script_is_valid(cls, value: dict[str, Any]) -> dict[str, Any]:
+    def _script_is_valid(cls, value: JsonObject) -> JsonObject:
         return SessionCreate._script_is_valid(value)
 
     def spec(self, input: Any = None) -> JobSpec:
@@ -86,7 +87,7 @@ class JobOut(BaseModel):
     id: uuid.UUID
     status: JobStatus
     result: Any
-    error: dict[str, Any] | None
+    error: ErrorDoc | None
     attempts: list[JobAttempt]
     usage: Usage
     cost_usd: float
@@ -95,7 +96,7 @@ class JobOut(BaseModel):
     max_attempts: int
     batch_id: uuid.UUID | None
     batch_index: int | None
-    metadata: dict[str, Any]
+    metadata: JsonObject
     created_at: datetime
     finished_at: datetime | None
 
@@ -117,7 +118,7 @@ class BatchResult(BaseModel):
     job_id: uuid.UUID
     status: JobStatus
     result: Any
-    error: dict[str, Any] | None
+    error: ErrorDoc | None
 
 
 class BatchResults(BaseModel):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, Field
+
+from ..messages import JsonObject
 
 
 class CooldownOut(BaseModel):
@@ -62,7 +62,8 @@ class ProviderOut(BaseModel):
 class ToolOut(BaseModel):
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: JsonObject
+    """Its arguments' JSON Schema."""
     read_only: bool
     source: str = Field(description="builtin, module, entry_point, decorator or plugin")
     timeout_s: float | None

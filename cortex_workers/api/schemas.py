@@ -8,8 +8,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..messages import ErrorDoc, JsonObject
 from ..providers.scripted import ScriptReply
 from ..routing import RouteSpec
+from ..store.models import TurnTrigger
+from ..store.replies import ToolCallDoc, WarningDoc
 from ..turns.sessions import SessionSpec
 from ..turns.submit import IfBusy
 from ..vocabulary import (
@@ -77,7 +80,7 @@ class SessionCreate(StorableBody):
         max_length=128,
         description="Tool names the model may call; omitted means every registered tool.",
     )
-    metadata: dict[str, Any] = Field(
+    metadata: JsonObject = Field(
         default_factory=dict,
         description="Free-form; `metadata.script` drives the scripted provider.",
     )
@@ -110,7 +113,7 @@ class SessionCreate(StorableBody):
 
     @field_validator("metadata")
     @classmethod
-    def _script_is_valid(cls, value: dict[str, Any]) -> dict[str, Any]:
+    def _script_is_valid(cls, value: JsonObject) -> JsonObject:
         script = value.get("script")
         if script is not None:
             if not isinstance(script, list):
@@ -167,10 +170,10 @@ class SessionOut(BaseModel):
     provider: str
     model: str
     tools: list[str] | None
-    metadata: dict[str, Any]
+    metadata: JsonObject
     user: str | None = None
     mode: LlmMode | None = None
-    route: dict[str, Any] | None = None
+    route: JsonObject | None = None
     agents: list[str] = Field(
         default_factory=list, description="Agents offered as `<name>_agent` tools."
     )
@@ -211,7 +214,7 @@ class TurnCreate(StorableBody):
         "what would be redacted; nothing is stored, reserved or sent.",
     )
 
-    def route_request(self) -> dict[str, Any] | None:
+    def route_request(self) -> JsonObject | None:
         """The turn's route request as stored (`model: "auto"` alone: tier `auto`)."""
         if self.route is not None:
             return self.route.model_dump(mode="json")
@@ -241,8 +244,8 @@ class StepOut(BaseModel):
     usage: Usage
     cost_usd: float
     latency_ms: int | None
-    error: dict[str, Any] | None
-    route: dict[str, Any] | None = Field(
+    error: ErrorDoc | None
+    route: JsonObject | None = Field(
         default=None,
         description="The router's decision: provider, model, tier, reason, rejected "
         "candidates with why, fallbacks (and a frugal escalation).",
@@ -255,7 +258,7 @@ class StepOut(BaseModel):
 class ToolCallOut(BaseModel):
     id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
     status: ToolCallStatus
     is_error: bool
     truncated: bool
@@ -272,8 +275,8 @@ class TurnOut(BaseModel):
     status: TurnStatus
     content: str
     answer: str | None
-    error: dict[str, Any] | None
-    warnings: list[dict[str, Any]]
+    error: ErrorDoc | None
+    warnings: list[WarningDoc]
     usage: Usage
     cost_usd: float
     steps: list[StepOut]
@@ -282,7 +285,7 @@ class TurnOut(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     events_url: str
-    trigger: dict[str, Any] | None = Field(
+    trigger: TurnTrigger | None = Field(
         default=None,
         description='What started a turn no user posted: `{"kind": "task", "task_id"}` for '
         "the follow-up of a background agent task; null for a user's turn.",
@@ -297,7 +300,7 @@ class MessageOut(BaseModel):
     seq: int
     role: str
     content: str
-    tool_calls: list[dict[str, Any]] | None
+    tool_calls: list[ToolCallDoc] | None
     tool_call_id: str | None
     name: str | None
     is_error: bool
@@ -319,7 +322,7 @@ class ProposalOut(BaseModel):
     turn_id: uuid.UUID
     action: str
     product: str
-    params: dict[str, Any]
+    params: JsonObject
     rationale: str
     blast_radius: str | None
     reversible: bool | None
@@ -328,14 +331,8 @@ class ProposalOut(BaseModel):
     expires_at: datetime
     decided_at: datetime | None
     executed_at: datetime | None
-    outcome: dict[str, Any] | None
-
-
-class ErrorBody(BaseModel):
-    code: str
-    message: str
-    details: Any = None
+    outcome: JsonObject | None
 
 
 class ErrorOut(BaseModel):
-    error: ErrorBody
+    error: ErrorDoc

@@ -7,9 +7,9 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any, Protocol
+from typing import Protocol
 
-from ..messages import Completion, CompletionBuilder, ModelRequest, StreamEvent
+from ..messages import Completion, CompletionBuilder, JsonObject, ModelRequest, StreamEvent
 
 
 class Provider(Protocol):
@@ -49,7 +49,7 @@ def collect(events: Iterator[StreamEvent]) -> Completion:
     return out.completion
 
 
-def parse_arguments(raw: str) -> dict[str, Any]:
+def parse_arguments(raw: str) -> JsonObject:
     """A tool call's accumulated JSON: `{}` when empty, `{"_raw": raw}` when not a JSON object
     (the tool router then reports a validation error the model can read)."""
     if not raw.strip():

@@ -3,9 +3,28 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypedDict
 
 ProviderKind = Literal["scripted", "openai", "azure_openai", "anthropic"]
+
+
+class ProviderFields(TypedDict, total=False):
+    """Some of a `ProviderConfig`'s fields, as the registry gathers them from the built-ins,
+    the configuration's table and the environment (later ones win)."""
+
+    name: str
+    kind: ProviderKind
+    model: str
+    api_key: str
+    base_url: str
+    fast_model: str
+    max_tokens: int
+    timeout_s: float
+    api_version: str
+    native_tools: bool
+    no_tools_models: tuple[str, ...]
+    free: bool
+    local: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -95,7 +95,7 @@ def to_openai_tools(tools: tuple[ToolSpec, ...]) -> list[ChatCompletionFunctionT
             "function": {
                 "name": t.name,
                 "description": t.description,
-                "parameters": t.parameters,
+                "parameters": dict[str, object](t.parameters),
             },
         }
         for t in tools
@@ -108,7 +108,11 @@ def response_format(request: ModelRequest) -> ResponseFormatJSONSchema | None:
         return None
     return {
         "type": "json_schema",
-        "json_schema": {"name": "result", "schema": request.result_schema, "strict": False},
+        "json_schema": {
+            "name": "result",
+            "schema": dict[str, object](request.result_schema),
+            "strict": False,
+        },
     }
 
 

@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any, assert_never
+from typing import assert_never
 
 from ..messages import (
     FinishEvent,
+    JsonObject,
     Message,
     ModelRequest,
     StreamEvent,
@@ -152,7 +153,7 @@ def _block_end(tail: str, body: int) -> tuple[int, int]:
     return close, close + len(CLOSE)
 
 
-def parse_call(body: str) -> tuple[str, dict[str, Any]] | str:
+def parse_call(body: str) -> tuple[str, JsonObject] | str:
     """(name, arguments) of a block's JSON body, or why it is not a valid tool call."""
     try:
         obj = json.loads(body)

@@ -8,18 +8,19 @@ provider whose secret is missing is listed as unavailable with the reason, never
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, cast
 
 from ..errors import TerminalError
 from ..llm_settings import ProviderSettings
 from ..settings import Settings
 from .base import ModelPrice, Provider
 from .catalog import Catalog, ModelInfo
-from .config import ProviderConfig
+from .config import ProviderConfig, ProviderFields
 
-BUILTIN: dict[str, dict[str, Any]] = {
+BUILTIN: dict[str, ProviderFields] = {
     "scripted": {"kind": "scripted", "model": "scripted-1", "free": True},
     "openai": {"kind": "openai", "model": "gpt-4o-mini"},
     "ollama": {
@@ -61,13 +62,18 @@ class ProviderInfo:
     free: bool
 
 
-def _env_overrides(name: str, s: Settings) -> dict[str, Any]:
+def _given(values: Mapping[str, object]) -> ProviderFields:
+    """The fields that are set: an empty or missing value does not override."""
+    return cast(ProviderFields, {k: v for k, v in values.items() if v is not None})
+
+
+def _env_overrides(name: str, s: Settings) -> ProviderFields:
     secret = {
         "openai": s.openai_api_key,
         "azure_openai": s.azure_openai_key,
         "anthropic": s.anthropic_api_key,
     }.get(name)
-    values: dict[str, Any] = {
+    values: dict[str, str | None] = {
         "openai": {"model": s.openai_model, "base_url": s.openai_api_base},
         "azure_openai": {
             "base_url": s.azure_openai_base_url,
@@ -79,11 +85,11 @@ def _env_overrides(name: str, s: Settings) -> dict[str, Any]:
     }.get(name, {})
     if secret is not None:
         values["api_key"] = secret.get_secret_value()
-    return {k: v for k, v in values.items() if v}
+    return _given({k: v for k, v in values.items() if v})
 
 
-def _from_table(table: ProviderSettings) -> dict[str, Any]:
-    values: dict[str, Any] = {
+def _from_table(table: ProviderSettings) -> ProviderFields:
+    values: dict[str, object] = {
         "kind": table.kind,
         "model": table.deployment or table.model,
         "fast_model": table.fast_model,
@@ -96,7 +102,7 @@ def _from_table(table: ProviderSettings) -> dict[str, Any]:
         "local": table.local,
         "api_key": table.api_key.get_secret_value() if table.api_key else None,
     }
-    return {k: v for k, v in values.items() if v is not None}
+    return _given(values)
 
 
 def provider_configs(settings: Settings) -> dict[str, ProviderConfig]:
@@ -104,7 +110,7 @@ def provider_configs(settings: Settings) -> dict[str, ProviderConfig]:
     names = list(BUILTIN) + [n for n in settings.llm_providers if n not in BUILTIN]
     out = {}
     for name in names:
-        values: dict[str, Any] = {"name": name, **BUILTIN.get(name, {"model": ""})}
+        values: ProviderFields = {"name": name, **BUILTIN.get(name, {"model": ""})}
         if name in settings.llm_providers:
             values.update(_from_table(settings.llm_providers[name]))
         values.update(_env_overrides(name, settings))

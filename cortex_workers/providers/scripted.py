@@ -22,6 +22,7 @@ from ..errors import RetryableError, TerminalError
 from ..messages import (
     PREVIOUS_SUMMARY,
     FinishEvent,
+    JsonObject,
     Message,
     ModelRequest,
     StreamEvent,
@@ -45,7 +46,7 @@ class ScriptError(BaseModel):
 class ScriptToolCall(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=200)
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: JsonObject = Field(default_factory=dict)
 
 
 class ScriptReply(BaseModel):

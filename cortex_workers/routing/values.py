@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from ..messages import JsonObject
 from ..vocabulary import ModelCapability, ModelTier, RouteRejection
 
 
@@ -60,7 +60,7 @@ class Rejected:
     why: RouteRejection
     detail: str
 
-    def as_json(self) -> dict[str, str]:
+    def as_json(self) -> JsonObject:
         return {
             "provider": self.provider,
             "model": self.model,
@@ -86,10 +86,10 @@ class RouteDecision:
     reason: str
     rejected: tuple[Rejected, ...] = ()
     fallbacks: tuple[RouteChoice, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
     """Further facts for the record (a frugal escalation, the tier `auto` settled on)."""
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JsonObject:
         return {
             "provider": self.provider,
             "model": self.model,

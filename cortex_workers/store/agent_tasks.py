@@ -7,12 +7,14 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict
 
+from pydantic import JsonValue
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
+from ..messages import ErrorDoc, JsonObject, TaskProgress
 from ..vocabulary import (
     OPEN_TASK_STATUSES,
     TERMINAL_TURN_STATUSES,
@@ -44,7 +46,7 @@ class NewTask:
     agent: str
     kind: str
     mode: str
-    input: dict[str, Any]
+    input: JsonObject
     timeout_s: float
 
 
@@ -173,7 +175,7 @@ def remember_remote(db: Db, task_id: uuid.UUID, attempt: int, remote_id: str) ->
 
 
 def report_progress(
-    db: Db, task_id: uuid.UUID, attempt: int, progress: dict[str, Any]
+    db: Db, task_id: uuid.UUID, attempt: int, progress: TaskProgress
 ) -> AgentTask | None:
     return db.execute(
         update(AgentTask)
@@ -190,14 +192,14 @@ def finish(
     status: TaskStatus,
     attempt: int | None = None,
     result: Any = None,
-    error: dict[str, Any] | None = None,
+    error: ErrorDoc | None = None,
 ) -> AgentTask | None:
     """End an open task (fenced by the runner's `attempt` when given); None when it had ended
     or another attempt owns it. Caller holds the parent session's lock."""
     where = [AgentTask.id == task_id, _OPEN]
     if attempt is not None:
         where.append(AgentTask.attempt == attempt)
-    values: dict[str, Any] = {
+    values: dict[str, object] = {
         "status": status,
         "finished_at": func.now(),
         "lease_until": None,
@@ -302,6 +304,16 @@ def children_ended(db: Db, *, limit: int = 100) -> Sequence[tuple[uuid.UUID, uui
     return [(r[0], r[1]) for r in rows]
 
 
+class EndedTaskDoc(TypedDict):
+    """An ended task as JSON, as a follow-up turn's claim reads it."""
+
+    id: str
+    agent: str
+    status: str
+    result: JsonValue
+    error: ErrorDoc | None
+
+
 @dataclass(frozen=True, slots=True)
 class EndedTask:
     """What a follow-up turn's model reads of its task."""
@@ -309,5 +321,5 @@ class EndedTask:
     id: uuid.UUID
     agent: str
     status: TaskStatus
-    result: Any
-    error: dict[str, Any] | None
+    result: JsonValue
+    error: ErrorDoc | None

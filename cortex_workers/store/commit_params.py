@@ -4,11 +4,12 @@ from the row it returns."""
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from psycopg.types.json import Jsonb
 
 from .repo import storable_json, storable_text
+from .sql import Params
 from .step_record_rows import (
     RecordRows,
     audits_param,
@@ -23,8 +24,8 @@ if TYPE_CHECKING:
     from .step_commit import Reply, StepKey, ToolDone
 
 
-def record_params(step: StepKey, record: RecordRows, alert_pct: float) -> dict[str, Any]:
-    params: dict[str, Any] = {
+def record_params(step: StepKey, record: RecordRows, alert_pct: float) -> Params:
+    params: Params = {
         "session": step.session_id,
         "turn": step.turn_id,
         "step": step.step_id,
@@ -48,9 +49,9 @@ def record_params(step: StepKey, record: RecordRows, alert_pct: float) -> dict[s
     return params
 
 
-def reply_params(reply: Reply) -> dict[str, Any]:
+def reply_params(reply: Reply) -> Params:
     u, m = reply.usage, reply.message
-    params: dict[str, Any] = {
+    params: Params = {
         "add_input": u.input_tokens,
         "add_output": u.output_tokens,
         "add_cost": u.cost_usd,
@@ -98,8 +99,8 @@ def reply_params(reply: Reply) -> dict[str, Any]:
     return params
 
 
-def tool_params(done: ToolDone) -> dict[str, Any]:
-    params: dict[str, Any] = {
+def tool_params(done: ToolDone) -> Params:
+    params: Params = {
         "next_step_id": uuid.uuid4(),
         "tool_call_id": done.tool_call_id,
         "call_id": done.call_id,

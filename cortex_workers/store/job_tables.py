@@ -24,6 +24,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
+from ..messages import ErrorDoc, JsonObject
 from ..vocabulary import BatchStatus, JobStatus
 from .models import Base, one_of
 
@@ -68,11 +69,11 @@ class Job(Base):
     status: Mapped[JobStatus] = mapped_column(default=JobStatus.QUEUED)
     instructions: Mapped[str] = mapped_column(Text)
     input: Mapped[Any] = mapped_column(JSONB)
-    result_schema: Mapped[dict[str, Any]]
+    result_schema: Mapped[JsonObject]
     provider: Mapped[str | None] = mapped_column(String(100))
     model: Mapped[str | None] = mapped_column(String(200))
     max_attempts: Mapped[int] = mapped_column(Integer)
-    metadata_: Mapped[dict[str, Any]] = mapped_column(
+    metadata_: Mapped[JsonObject] = mapped_column(
         "metadata", JSONB, default=dict, server_default="{}"
     )
     attempt: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
@@ -81,7 +82,7 @@ class Job(Base):
     result: Mapped[Any | None] = mapped_column(JSONB)
     attempts: Mapped[list[Any]] = mapped_column(JSONB, default=list, server_default="[]")
     """Each model call: `{"n", "output", "error", "input_tokens", "output_tokens"}`."""
-    error: Mapped[dict[str, Any] | None]
+    error: Mapped[ErrorDoc | None] = mapped_column(JSONB)
     input_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     output_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     cost_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), default=0, server_default="0")

@@ -8,15 +8,31 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict
 
+from pydantic import JsonValue
 from sqlalchemy import and_, func, insert, literal, or_, select, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.sql import cast
 
+from ..messages import ErrorDoc, JsonObject
 from ..vocabulary import BatchStatus, JobStatus
 from .db import Executor
 from .job_tables import Batch, Job, batches_table, jobs_table
+from .sql import Params
+
+
+class JobCallDoc(TypedDict):
+    """One model call of a job, as its `attempts` keep it."""
+
+    n: int
+    output: JsonValue
+    error: str | None
+    input_tokens: int
+    output_tokens: int
+    provider: str
+    model: str
+
 
 _j, _b = jobs_table.c, batches_table.c
 _OPEN = (JobStatus.QUEUED.value, JobStatus.RUNNING.value)
@@ -28,14 +44,14 @@ class JobSpec:
 
     instructions: str
     input: Any
-    result_schema: dict[str, Any]
+    result_schema: JsonObject
     provider: str | None
     model: str | None
     max_attempts: int
-    metadata: dict[str, Any]
+    metadata: JsonObject
 
 
-def _values(tenant_id: uuid.UUID, spec: JobSpec) -> dict[str, Any]:
+def _values(tenant_id: uuid.UUID, spec: JobSpec) -> Params:
     return {
         "tenant_id": tenant_id,
         "status": JobStatus.QUEUED.value,
@@ -141,7 +157,7 @@ def add_call(
     job_id: uuid.UUID,
     run: int,
     *,
-    call: dict[str, Any],
+    call: JobCallDoc,
     input_tokens: int,
     output_tokens: int,
     cost: float,
@@ -169,7 +185,7 @@ def finish(
     *,
     status: JobStatus,
     result: Any = None,
-    error: dict[str, Any] | None = None,
+    error: ErrorDoc | None = None,
 ) -> Job | None:
     """End the job, fenced by the run; None if another run owns it or it already ended."""
     return db.execute(

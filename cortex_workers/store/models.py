@@ -17,6 +17,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, cast
 
+from pydantic import ConfigDict, with_config
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -36,7 +37,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from typing_extensions import TypedDict
 
+from ..messages import ErrorDoc, JsonObject, TaskProgress
 from ..vocabulary import (
     DecisionKind,
     LlmMode,
@@ -66,9 +69,17 @@ VARCHAR(16) (no Postgres ENUM type), checked on the way in and read back as the 
 closed set is enforced by the table's CHECK constraint (`one_of`)."""
 
 
+@with_config(ConfigDict(extra="allow"))  # the API shows a stored document whole
+class TurnTrigger(TypedDict):
+    """What started a turn no user posted: an agent task that ended (`kind` "task")."""
+
+    kind: str
+    task_id: str
+
+
 class Base(DeclarativeBase):
     type_annotation_map = {
-        dict[str, Any]: JSONB,
+        JsonObject: JSONB,
         list[Any]: JSONB,
         uuid.UUID: UUID(as_uuid=True),
         enum.Enum: LIFECYCLE_VALUE,
@@ -127,11 +138,11 @@ class Session(Base):
     provider: Mapped[str | None] = mapped_column(String(100))
     model: Mapped[str | None] = mapped_column(String(200))
     tools: Mapped[list[Any] | None] = mapped_column(JSONB)
-    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, default=dict)
+    metadata_: Mapped[JsonObject] = mapped_column("metadata", JSONB, default=dict)
     user: Mapped[str | None] = mapped_column(String(200))
     """The end user in the caller's system (per-user limits and usage are keyed by it)."""
     mode: Mapped[LlmMode | None] = mapped_column()
-    route: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    route: Mapped[JsonObject | None] = mapped_column(JSONB)
     """The session's route request (tier, cost ceiling, latency SLA, capabilities)."""
     summary: Mapped[str] = mapped_column(Text, default="", server_default="")
     summary_upto_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
@@ -190,7 +201,7 @@ class Turn(Base):
     request_hash: Mapped[str | None] = mapped_column(String(64))
     user: Mapped[str | None] = mapped_column(String(200))
     """The end user of this turn (else the session's)."""
-    route: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    route: Mapped[JsonObject | None] = mapped_column(JSONB)
     """The turn's own route request, when it gives one."""
     traceparent: Mapped[str | None] = mapped_column(String(64))
     """The W3C traceparent of the API request that created the turn (None when tracing was
@@ -201,9 +212,9 @@ class Turn(Base):
     output_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     cost_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), default=0, server_default="0")
     answer: Mapped[str | None] = mapped_column(Text)
-    error: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    error: Mapped[ErrorDoc | None] = mapped_column(JSONB)
     warnings: Mapped[list[Any] | None] = mapped_column(JSONB)
-    trigger: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    trigger: Mapped[TurnTrigger | None] = mapped_column(JSONB)
     """What started a turn that no user posted: `{"kind": "task", "task_id"}`."""
     created_at: Mapped[datetime] = _now()
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -257,10 +268,10 @@ class Step(Base):
     cache_write_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     cost_usd: Mapped[Decimal] = mapped_column(Numeric(14, 6), default=0, server_default="0")
     latency_ms: Mapped[int | None] = mapped_column(Integer)
-    error: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
-    route: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    error: Mapped[ErrorDoc | None] = mapped_column(JSONB)
+    route: Mapped[JsonObject | None] = mapped_column(JSONB)
     """The router's decision (model, provider, tier, reason, rejected candidates, fallbacks)."""
-    redactions: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    redactions: Mapped[dict[str, int] | None] = mapped_column(JSONB)
     """Values replaced before the call, counted per kind (never the values)."""
     open_calls: Mapped[int | None] = mapped_column(Integer)
     """A model step that asked for tools: its calls without a result yet (the result that
@@ -311,7 +322,7 @@ class ToolCallRow(Base):
     step_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("steps.id", ondelete="CASCADE"))
     call_id: Mapped[str] = mapped_column(String(200))
     name: Mapped[str] = mapped_column(String(200))
-    arguments: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    arguments: Mapped[JsonObject] = mapped_column(JSONB)
     status: Mapped[ToolCallStatus] = mapped_column(default=ToolCallStatus.PENDING)
     result: Mapped[str | None] = mapped_column(Text)
     is_error: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
@@ -341,8 +352,8 @@ class Decision(Base):
     kind: Mapped[DecisionKind]
     name: Mapped[str] = mapped_column(String(200))
     attempt: Mapped[int] = mapped_column(Integer, default=1)
-    input: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
-    output: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    input: Mapped[JsonObject | None] = mapped_column(JSONB)
+    output: Mapped[JsonObject | None] = mapped_column(JSONB)
     is_error: Mapped[bool] = mapped_column(Boolean, default=False)
     latency_ms: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = _now()
@@ -368,7 +379,7 @@ class Proposal(Base):
     )
     action: Mapped[str] = mapped_column(String(200))
     product: Mapped[str] = mapped_column(String(200))
-    params: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    params: Mapped[JsonObject] = mapped_column(JSONB, default=dict)
     rationale: Mapped[str] = mapped_column(Text)
     blast_radius: Mapped[str | None] = mapped_column(String(200))
     reversible: Mapped[bool | None] = mapped_column(Boolean)
@@ -378,7 +389,7 @@ class Proposal(Base):
     decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     execution_started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     executed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    outcome: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    outcome: Mapped[JsonObject | None] = mapped_column(JSONB)
 
 
 class AgentTask(Base):
@@ -410,10 +421,10 @@ class AgentTask(Base):
     kind: Mapped[str] = mapped_column(String(16))
     mode: Mapped[str] = mapped_column(String(16))
     status: Mapped[TaskStatus] = mapped_column(default=TaskStatus.SUBMITTED)
-    input: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    input: Mapped[JsonObject | None] = mapped_column(JSONB)
     result: Mapped[Any] = mapped_column(JSONB, nullable=True)
-    error: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
-    progress: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    error: Mapped[ErrorDoc | None] = mapped_column(JSONB)
+    progress: Mapped[TaskProgress | None] = mapped_column(JSONB)
     attempt: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     deadline: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

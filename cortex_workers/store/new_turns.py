@@ -17,7 +17,9 @@ from typing import Any, TypedDict
 from sqlalchemy import Interval, Table, bindparam, func, literal, select, true, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
+from sqlalchemy.sql.elements import ColumnElement
 
+from ..messages import JsonObject
 from ..vocabulary import StepKind, StepStatus, TurnStatus
 from .db import Executor
 from .models import messages_table, sessions_table, steps_table, turns_table
@@ -41,7 +43,7 @@ class TurnParams(LockParams):
     request_hash: str | None
     traceparent: str | None
     user: str | None
-    route: dict[str, Any] | None
+    route: JsonObject | None
 
 
 class StartedTurnParams(TurnParams):
@@ -91,7 +93,7 @@ def _when_idle() -> tuple[Any, list[Any]]:
 def _numbered(*, starts: bool, where: list[Any]) -> Any:
     """`UPDATE sessions … RETURNING`: the turn's seq and, when it starts, its user message's
     seq and its first model call's index."""
-    values: dict[str, Any] = {"last_turn_seq": _ss.last_turn_seq + 1}
+    values: dict[str, ColumnElement[int]] = {"last_turn_seq": _ss.last_turn_seq + 1}
     if starts:
         values.update(last_message_seq=_ss.last_message_seq + 1, model_calls=_ss.model_calls + 1)
     return (
@@ -103,14 +105,14 @@ def _numbered(*, starts: bool, where: list[Any]) -> Any:
     )
 
 
-def _rows(numbered: Any, *, starts: bool) -> dict[Table, dict[str, Any]]:
+def _rows(numbered: Any, *, starts: bool) -> dict[Table, dict[str, ColumnElement[Any]]]:
     """The rows to store, by table: the turn and, when it starts, its user message and first
     model step."""
     n = numbered.c
     turn_id = bindparam("turn_id", type_=_tt.id.type)
     content = bindparam("content", type_=_tt.content.type)
     status = TurnStatus.RUNNING if starts else TurnStatus.QUEUED
-    turn: dict[str, Any] = {
+    turn: dict[str, ColumnElement[Any]] = {
         "id": turn_id,
         "tenant_id": bindparam("tenant_id", type_=_tt.tenant_id.type),
         "session_id": n.id,
@@ -237,7 +239,7 @@ def start_turn_if_idle(
     request_hash: str | None = None,
     traceparent: str | None = None,
     user: str | None = None,
-    route: dict[str, Any] | None = None,
+    route: JsonObject | None = None,
     idempotency_key: str | None = None,
 ) -> StartOutcome:
     """Store a turn that starts at once, with its user message and first model step, if the
@@ -284,7 +286,7 @@ def insert_turn(
     request_hash: str | None = None,
     traceparent: str | None = None,
     user: str | None = None,
-    route: dict[str, Any] | None = None,
+    route: JsonObject | None = None,
 ) -> NewTurn:
     """Number and store a turn, in one round trip: started at once, with its user message
     and first model step, when `start_timeout_s` is given, else queued. Caller holds the

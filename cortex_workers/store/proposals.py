@@ -5,15 +5,31 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
+from ..messages import JsonObject
 from ..vocabulary import ProposalStatus
 from .models import Proposal
 from .repo import now, storable_json, storable_text
+
+
+class ProposalDoc(TypedDict):
+    """A proposal's row as JSON (`row_to_json`): what the statement that stores it returns."""
+
+    id: str
+    action: str
+    product: str
+    rationale: str
+    status: str
+    params: JsonObject
+    blast_radius: str | None
+    reversible: bool | None
+    expires_at: str | None
+
 
 NAMESPACE = uuid.UUID("5b0f4f36-3d51-4c8e-9a51-1f3f4ad5e0c1")
 
@@ -33,7 +49,7 @@ def create(
     turn_id: uuid.UUID,
     action: str,
     product: str,
-    params: dict[str, Any],
+    params: JsonObject,
     rationale: str,
     blast_radius: str | None = None,
     reversible: bool | None = None,
@@ -123,7 +139,7 @@ def claim_execution(db: Db, proposal_id: uuid.UUID) -> Proposal | None:
 
 
 def record_execution(
-    db: Db, proposal_id: uuid.UUID, *, ok: bool, outcome: dict[str, Any]
+    db: Db, proposal_id: uuid.UUID, *, ok: bool, outcome: JsonObject
 ) -> Proposal | None:
     return db.execute(
         update(Proposal)

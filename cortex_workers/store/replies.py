@@ -5,24 +5,41 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, TypedDict
 
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict
+
+from ..messages import ErrorDoc, JsonObject
 from ..vocabulary import TurnStatus
 
+__all__ = [
+    "Answer",
+    "ErrorDoc",
+    "ModelCallAudit",
+    "SessionCounters",
+    "ToolCallDoc",
+    "TurnTotals",
+    "Usage",
+    "WarningDoc",
+]
 
+
+@with_config(ConfigDict(extra="allow"))  # the API shows a stored document whole
 class ToolCallDoc(TypedDict):
     """A tool call as an assistant message stores it."""
 
     id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
 
 
-class ErrorDoc(TypedDict):
-    """Why a turn failed, as its `error` column and the `error` event carry it."""
+@with_config(ConfigDict(extra="allow"))  # the API shows a stored document whole
+class WarningDoc(TypedDict):
+    """A warning a turn records (`turns.warnings`), e.g. tools offered through the prompt."""
 
     code: str
     message: str
+    step: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +74,8 @@ class ModelCallAudit:
     tenant_id: uuid.UUID
     name: str
     """`provider:model`."""
-    input: dict[str, Any]
-    output: dict[str, Any]
+    input: JsonObject
+    output: JsonObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,4 +95,4 @@ class TurnTotals:
     input_tokens: int
     output_tokens: int
     cost_usd: float
-    error: dict[str, Any] | None
+    error: ErrorDoc | None

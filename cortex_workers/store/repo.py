@@ -26,6 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
+from ..messages import ErrorDoc, JsonObject
 from ..vocabulary import LlmMode, TurnStatus
 from .models import (
     Message,
@@ -36,6 +37,8 @@ from .models import (
     steps_table,
     turns_table,
 )
+from .replies import ToolCallDoc, WarningDoc
+from .sql import Params
 
 # Statements of the hot path, built once (see `store.claims`): parameters bound by name
 # (`b_…`, `d_…` for amounts added), the values of a SET or an INSERT as column keys.
@@ -87,10 +90,10 @@ def insert_session(
     provider: str | None = None,
     model: str | None = None,
     tools: list[str] | None = None,
-    metadata_: dict[str, Any] | None = None,
+    metadata_: JsonObject | None = None,
     user: str | None = None,
     mode: LlmMode | None = None,
-    route: dict[str, Any] | None = None,
+    route: JsonObject | None = None,
 ) -> Session:
     row = Session(
         user=user,
@@ -156,7 +159,7 @@ def insert_message(
     seq: int | None = None,
     turn_id: uuid.UUID | None = None,
     step_id: uuid.UUID | None = None,
-    tool_calls: list[dict[str, Any]] | None = None,
+    tool_calls: list[ToolCallDoc] | None = None,
     tool_call_id: str | None = None,
     name: str | None = None,
     is_error: bool = False,
@@ -165,7 +168,7 @@ def insert_message(
     or None when it was already stored (redelivery)."""
     if seq is None:
         seq = allocate_message_seq(db, session_id)
-    row: dict[str, Any] = {
+    row: Params = {
         "id": uuid.uuid4(),
         "session_id": session_id,
         "seq": seq,
@@ -300,10 +303,10 @@ def end_turn(
     status: TurnStatus,
     from_statuses: Sequence[TurnStatus] = ACTIVE,
     answer: str | None = None,
-    error: dict[str, Any] | None = None,
+    error: ErrorDoc | None = None,
 ) -> Turn | None:
     """Move a turn to a terminal status if it is still in `from_statuses`; None otherwise."""
-    values: dict[str, Any] = {"status": status, "finished_at": now()}
+    values: Params = {"status": status, "finished_at": now()}
     if answer is not None:
         values["answer"] = storable_text(answer)
     if error is not None:
@@ -316,7 +319,7 @@ def end_turn(
     ).scalar_one_or_none()
 
 
-def add_turn_warnings(db: Db, turn_id: uuid.UUID, warnings: list[dict[str, Any]]) -> None:
+def add_turn_warnings(db: Db, turn_id: uuid.UUID, warnings: list[WarningDoc]) -> None:
     """Append warnings (e.g. tools offered through the prompt), each recorded once."""
     turn = db.get(Turn, turn_id)
     if turn is None or not warnings:

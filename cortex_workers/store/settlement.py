@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, TypedDict
 
 from sqlalchemy import Connection, Engine, text
 
@@ -110,16 +111,32 @@ def settle_in(
     return _alerts(conn, row, alert_at_pct) if held else []
 
 
-def _moves(row: Any, outcome: Settlement, *, held: bool) -> list[tuple[bool, dict[str, Any]]]:
+class CounterMove(TypedDict):
+    """The parameters of a settlement's statement on one budget counter."""
+
+    key: str
+    start: datetime
+    held: int
+    """Leaves `reserved`."""
+    used: int
+    """Enters `spent`."""
+
+
+def _moves(row: Any, outcome: Settlement, *, held: bool) -> list[tuple[bool, CounterMove]]:
     """(whether the reservation took the counter, the move) of each counter: what was held
     leaves `reserved` of the scopes it took, the cost enters `spent` of both money scopes (a
     correction: only the difference); a session's tokens where the cap took them."""
     scopes = set(row.scopes or ())
-    moves: list[tuple[bool, dict[str, Any]]] = []
+    moves: list[tuple[bool, CounterMove]] = []
     for key in money_keys(row.tenant_id):
         if held:
-            move = {"held": row.amount_micros, "used": row.cost_micros}
-            moves.append((key in scopes, {"key": key, "start": row.day_start, **move}))
+            move: CounterMove = {
+                "key": key,
+                "start": row.day_start,
+                "held": row.amount_micros,
+                "used": row.cost_micros,
+            }
+            moves.append((key in scopes, move))
         else:
             used = (outcome.cost_micros or 0) - row.amount_micros
             moves.append((True, {"key": key, "start": row.day_start, "held": 0, "used": used}))

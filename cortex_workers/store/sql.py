@@ -3,20 +3,34 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
 from enum import Enum
-from typing import Any, is_typeddict
+from typing import Any, TypeAlias, is_typeddict
 
 import psycopg
 from psycopg.rows import namedtuple_row
+from psycopg.types.json import Jsonb
+from pydantic import JsonValue
 from sqlalchemy import ClauseElement, Dialect, bindparam, exists, literal_column
 from sqlalchemy.exc import DBAPIError, MultipleResultsFound, NoResultFound
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import UserDefinedType
 
+from ..messages import ErrorDoc
 from .db import Executor, is_disconnect
+
+SqlValue: TypeAlias = (
+    JsonValue | ErrorDoc | uuid.UUID | datetime | timedelta | Decimal | Enum | Jsonb
+)
+"""A value a statement binds: a JSON value or document (bare, or wrapped for psycopg as
+`Jsonb`), an id, a time, an amount or one of `vocabulary`'s members."""
+Params: TypeAlias = dict[str, SqlValue]
+"""A statement's parameters by name."""
 
 
 class _Untyped(UserDefinedType[Any]):
@@ -56,10 +70,10 @@ class _Form:
     statement carries itself, and the bind processors of the parameter types that have one."""
 
     sql: str
-    defaults: dict[str, Any]
+    defaults: Params
     processors: tuple[tuple[str, Callable[[Any], Any]], ...]
 
-    def bind(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    def bind(self, params: Mapping[str, SqlValue]) -> Params:
         values = {**self.defaults, **params}
         for name, process in self.processors:
             if name in values:

@@ -14,7 +14,7 @@ import itertools
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from psycopg.types.json import Jsonb
 from sqlalchemy import text
@@ -25,8 +25,9 @@ from . import record_sql
 from .budget import Alert
 from .commit_params import record_params, reply_params, tool_params
 from .db import Executor
+from .proposals import ProposalDoc
 from .replies import Answer, ErrorDoc, ModelCallAudit, SessionCounters, TurnTotals, Usage
-from .sql import Precompiled
+from .sql import Params, Precompiled
 from .step_record_rows import (
     Parts,
     RecordRows,
@@ -86,7 +87,7 @@ class Release:
 
     next_attempt: int
     delay_s: float
-    error: Mapping[str, Any] | None = None
+    error: ErrorDoc | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +147,7 @@ class Closed:
     summarize_step_id: uuid.UUID | None = None
     next_step_id: uuid.UUID | None = None
     """A tool result that completed its batch: the next model step."""
-    proposal: dict[str, Any] | None = None
+    proposal: ProposalDoc | None = None
     alerts: list[Alert] = field(default_factory=list)
 
 
@@ -266,7 +267,7 @@ def write_record(
 ) -> None:
     """A record of something that is not a step's ending (a turn failed by the reconciler, an
     agent's handoff), with the same pieces: its timeline events, in order."""
-    params: dict[str, Any] = {
+    params: Params = {
         "session": None,
         "turn": turn_id,
         "step": None,
@@ -304,7 +305,19 @@ def closed_of(row: Any) -> Closed:
     )
 
 
-def _totals(turn: dict[str, Any]) -> TurnTotals:
+class TurnTotalsDoc(TypedDict):
+    """The ended turn's totals as the closing statement returns them."""
+
+    id: str
+    seq: int
+    status: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    error: ErrorDoc | None
+
+
+def _totals(turn: TurnTotalsDoc) -> TurnTotals:
     return TurnTotals(
         uuid.UUID(turn["id"]),
         turn["seq"],

@@ -7,7 +7,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from ..messages import JsonObject
+from .agent_tasks import EndedTaskDoc
+from .models import TurnTrigger
 from .replies import ToolCallDoc
+from .whiteboard import BoardDoc
 
 
 class HistoryEntry(TypedDict):
@@ -48,7 +52,7 @@ class ModelStepView:
     model: str | None
     tools: list[str] | None
     """The session's tools (None: every registered tool)."""
-    session_metadata: dict[str, Any] | None
+    session_metadata: JsonObject | None
     summary: str
     summary_upto_seq: int
     last_message_seq: int
@@ -60,8 +64,8 @@ class ModelStepView:
     always the whole turn."""
     session_mode: str | None = None
     tenant_mode: str | None = None
-    session_route: dict[str, Any] | None = None
-    turn_route: dict[str, Any] | None = None
+    session_route: JsonObject | None = None
+    turn_route: JsonObject | None = None
     """The route requests of the session and of the turn (`routing.RouteSpec`), if any."""
     tenant_daily_micros: int | None = None
     tenant_session_cap: int | None = None
@@ -73,14 +77,14 @@ class ModelStepView:
     """Tokens the session has used so far."""
     agents: list[str] | None = None
     """The session's agents, offered as `<name>_agent` tools."""
-    trigger: dict[str, Any] | None = None
+    trigger: TurnTrigger | None = None
     """What started a turn no user posted (`{"kind": "task", "task_id"}`)."""
     parent_session_id: uuid.UUID | None = None
-    board: dict[str, Any] | None = None
+    board: BoardDoc | None = None
     """The session's whiteboard (`store.whiteboard.board_view`), None without one."""
-    parent_board: dict[str, Any] | None = None
+    parent_board: BoardDoc | None = None
     """A sub-agent's: its parent session's whiteboard."""
-    task: dict[str, Any] | None = None
+    task: EndedTaskDoc | None = None
     """A follow-up turn's: the ended task it answers."""
     tool_counts: dict[str, int] | None = None
     """The turn's calls per tool, when a limit on them may apply."""
@@ -133,7 +137,7 @@ class ToolStepView:
 
     call_id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
     session_id: uuid.UUID
     session_name: str | None
     tenant_id: uuid.UUID
@@ -147,7 +151,7 @@ class ToolStepView:
     """Earlier calls of the turn to the same tool."""
     open_siblings: int = 0
     """Calls of the same batch, earlier in it, not finished yet."""
-    session_metadata: dict[str, Any] | None = None
+    session_metadata: JsonObject | None = None
 
     @classmethod
     def of(cls, row: Any) -> ToolStepView:

@@ -7,12 +7,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
 
 from sqlalchemy import and_, bindparam, func, or_, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
+from ..messages import ErrorDoc, JsonObject
 from ..vocabulary import OPEN_STEP_STATUSES, DecisionKind, StepKind, StepStatus, TurnStatus
 from .claims import (
     Claim,
@@ -23,6 +23,7 @@ from .claims import (
 )
 from .models import Step, Turn, decisions_table, steps_table
 from .repo import now
+from .sql import Params
 from .step_views import ModelStepView, ToolStepView
 from .workers import interval, takeable
 
@@ -130,7 +131,7 @@ def finish_step(
 ) -> bool:
     """Mark our attempt done, with its usage when given; False means a newer attempt owns the
     step (we are a zombie)."""
-    values: dict[str, Any] = {
+    values: Params = {
         "status": StepStatus.DONE,
         "finished_at": now(),
         "lease_until": None,
@@ -144,7 +145,7 @@ def finish_step(
     return db.execute(_FINISH, params).first() is not None
 
 
-def fail_step(db: Db, step_id: uuid.UUID, *, error: dict[str, Any]) -> None:
+def fail_step(db: Db, step_id: uuid.UUID, *, error: ErrorDoc) -> None:
     db.execute(
         update(Step)
         .where(Step.id == step_id, Step.status.in_(OPEN_STEP_STATUSES))
@@ -244,12 +245,12 @@ def record_decision(
     attempt: int,
     is_error: bool = False,
     latency_ms: int | None = None,
-    input: dict[str, Any] | None = None,
-    output: dict[str, Any] | None = None,
+    input: JsonObject | None = None,
+    output: JsonObject | None = None,
 ) -> None:
     """Append one audit row (`input` and `output` are JSON documents: what was asked, what
     came back)."""
-    row: dict[str, Any] = {
+    row: Params = {
         "tenant_id": tenant_id,
         "session_id": session_id,
         "turn_id": turn_id,

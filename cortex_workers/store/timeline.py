@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import cast
 
 from sqlalchemy import (
     BigInteger,
@@ -27,6 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.orm import Session as Db
 
+from ..messages import JsonObject
 from ..vocabulary import TimelineKind
 from .models import Base, one_of
 
@@ -43,7 +44,7 @@ class TimelineEvent(Base):
     turn_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
     step: Mapped[int | None] = mapped_column(Integer)
     kind: Mapped[TimelineKind]
-    data: Mapped[dict[str, Any]]
+    data: Mapped[JsonObject]
     at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.clock_timestamp()
     )
@@ -60,7 +61,8 @@ class Event:
     at: datetime
     step: int | None
     kind: TimelineKind
-    data: dict[str, Any]
+    data: JsonObject
+    """The facts of its kind."""
 
 
 def of_turn(db: Db, turn_id: uuid.UUID) -> list[Event]:

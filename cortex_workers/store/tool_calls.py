@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
+from ..messages import JsonObject
 from .models import ToolCallRow
 from .repo import storable_json
 
@@ -21,7 +22,7 @@ def insert_tool_call(
     step_id: uuid.UUID,
     call_id: str,
     name: str,
-    arguments: dict[str, Any],
+    arguments: JsonObject,
 ) -> uuid.UUID | None:
     return db.execute(
         insert(ToolCallRow)

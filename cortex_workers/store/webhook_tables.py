@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, cast
+from typing import cast
 
 from sqlalchemy import (
     ARRAY,
@@ -24,6 +24,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from ..messages import JsonObject
 from ..vocabulary import DeliveryStatus, WebhookEventType
 from .models import Base, one_of
 
@@ -60,7 +61,7 @@ class WebhookEvent(Base):
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
     tenant_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
     type: Mapped[WebhookEventType]
-    data: Mapped[dict[str, Any]]
+    data: Mapped[JsonObject]
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 

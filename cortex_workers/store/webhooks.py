@@ -4,15 +4,16 @@ fenced by their attempt count) and the log of attempts. See docs/webhooks.md."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
+from pydantic import JsonValue
 from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.sql import cast
 
+from ..messages import JsonObject
 from ..vocabulary import DeliveryStatus, WebhookEventType
 from .db import Executor
 from .webhook_tables import (
@@ -30,7 +31,7 @@ _d, _e, _w = webhook_deliveries_table.c, webhook_events_table.c, webhooks_table.
 
 
 def record_event(
-    db: Executor, tenant_id: uuid.UUID, type: WebhookEventType, data: dict[str, Any]
+    db: Executor, tenant_id: uuid.UUID, type: WebhookEventType, data: Mapping[str, JsonValue]
 ) -> uuid.UUID | None:
     """Record an event in the caller's transaction, with one pending delivery per webhook of
     the tenant that listens for `type`; None (nothing stored) when none does.
@@ -131,7 +132,7 @@ class ClaimedDelivery:
     attempt: int
     event_id: uuid.UUID
     type: str
-    data: dict[str, Any]
+    data: JsonObject
     event_at: datetime
     url: str
     secret: str

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import (
     BigInteger,
@@ -264,6 +264,43 @@ def read_board(
     )
 
 
+class EntryDoc(TypedDict):
+    """A decision or update as `board_view` reads it."""
+
+    id: int
+    kind: str
+    text: str
+    detail: str | None
+    source: str
+    created_at: str
+
+
+class BlockerDoc(TypedDict):
+    """A blocker as `board_view` reads it (times in ISO 8601)."""
+
+    id: int
+    text: str
+    status: str
+    resolution: str | None
+    source: str
+    created_at: str
+    resolved_at: str | None
+
+
+class BoardDoc(TypedDict):
+    """The JSON document of a whiteboard that `board_view` reads and `board_of` turns into a
+    `Board`."""
+
+    mission: str
+    focus: str
+    progress: int | None
+    progress_note: str
+    updated_at: str
+    blockers: list[BlockerDoc]
+    decisions: list[EntryDoc]
+    updates: list[EntryDoc]
+
+
 def board_view(session_id: Any, *, decisions: int, updates: int) -> Any:
     """A scalar subquery: the board of `session_id` (a column of the enclosing statement) as
     a JSON document that `board_of` reads, or NULL when that session has no board. A step's
@@ -321,20 +358,20 @@ def board_view(session_id: Any, *, decisions: int, updates: int) -> Any:
     return select(doc).where(wb.c.session_id == session_id).scalar_subquery()
 
 
-def board_of(session_id: uuid.UUID, doc: dict[str, Any]) -> Board:
+def board_of(session_id: uuid.UUID, doc: BoardDoc) -> Board:
     """The `Board` of a document `board_view` read."""
 
     def when(value: str | None) -> datetime | None:
         return datetime.fromisoformat(value) if value else None
 
-    def entry(e: dict[str, Any]) -> Entry:
+    def entry(e: EntryDoc) -> Entry:
         created = when(e["created_at"])
         assert created is not None
         return Entry(
             e["id"], WhiteboardEntryKind(e["kind"]), e["text"], e["detail"], e["source"], created
         )
 
-    def blocker(b: dict[str, Any]) -> Blocker:
+    def blocker(b: BlockerDoc) -> Blocker:
         created = when(b["created_at"])
         assert created is not None
         return Blocker(

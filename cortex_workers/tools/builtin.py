@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from cortex_workers.tools.calculator import evaluate
 from cortex_workers.tools.registry import Tool, ToolRegistry
 from cortex_workers.tools.results import ProposalRequest, ToolInputError
 
-CURRENT_TIME_PARAMETERS: dict[str, Any] = {
+from ..messages import JsonObject
+
+CURRENT_TIME_PARAMETERS: JsonObject = {
     "type": "object",
     "properties": {},
     "additionalProperties": False,
 }
 
-CALCULATE_PARAMETERS: dict[str, Any] = {
+CALCULATE_PARAMETERS: JsonObject = {
     "type": "object",
     "properties": {"expression": {"type": "string", "minLength": 1, "maxLength": 500}},
     "required": ["expression"],
@@ -36,7 +37,7 @@ def calculate(expression: str) -> dict[str, int | float]:
         raise ToolInputError(str(exc)) from None
 
 
-PROPOSE_ACTION_PARAMETERS: dict[str, Any] = {
+PROPOSE_ACTION_PARAMETERS: JsonObject = {
     "type": "object",
     "properties": {
         "action": {
@@ -69,7 +70,7 @@ def propose_action(
     action: str,
     product: str,
     rationale: str,
-    params: dict[str, Any] | None = None,
+    params: JsonObject | None = None,
     blast_radius: str | None = None,
     reversible: bool | None = None,
 ) -> ProposalRequest:

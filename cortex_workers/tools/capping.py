@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..messages import JsonObject
+
 MARKER = "…[truncated]"
 
 
@@ -48,7 +50,7 @@ def cap_result(result: Any, cap: int) -> tuple[str, bool]:
     return _dumps({"truncated": True, "preview": preview}), True
 
 
-def _shrink(data: dict[str, Any], cap: int) -> str | None:
+def _shrink(data: JsonObject, cap: int) -> str | None:
     """Shorten the longest list (or string) field until the object fits in `cap` bytes."""
     data["truncated"] = True
     for _ in range(64):

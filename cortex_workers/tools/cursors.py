@@ -10,7 +10,8 @@ import base64
 import hashlib
 import hmac
 import json
-from typing import Any
+
+from ..messages import JsonObject
 
 
 class CursorError(ValueError):
@@ -30,12 +31,12 @@ def _mac(key: bytes, tool: str, session_id: str, payload: bytes) -> bytes:
     return hmac.new(key, scope + payload, hashlib.sha256).digest()[:18]
 
 
-def seal_cursor(state: dict[str, Any], *, key: bytes, tool: str, session_id: str) -> str:
+def seal_cursor(state: JsonObject, *, key: bytes, tool: str, session_id: str) -> str:
     payload = json.dumps(state, separators=(",", ":"), sort_keys=True).encode()
     return f"{_b64(payload)}.{_b64(_mac(key, tool, session_id, payload))}"
 
 
-def open_cursor(token: str, *, key: bytes, tool: str, session_id: str) -> dict[str, Any]:
+def open_cursor(token: str, *, key: bytes, tool: str, session_id: str) -> JsonObject:
     """The state sealed in `token`; CursorError if it is not genuine."""
     refusal = CursorError(
         "invalid cursor: pass next_cursor exactly as the previous call "

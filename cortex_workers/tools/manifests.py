@@ -36,6 +36,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from ..messages import JsonObject
 from ..settings import env_references, parse_duration, substitute_env
 from . import http_guard
 
@@ -211,7 +212,7 @@ class BearerAuth(_Table):
         return value
 
 
-def _parameters(value: Any) -> dict[str, Any]:
+def _parameters(value: Any) -> JsonObject:
     """The arguments' JSON Schema: a full object schema, or properties made into one (a
     property is required unless it has a default)."""
     if value is None:
@@ -220,7 +221,7 @@ def _parameters(value: Any) -> dict[str, Any]:
         raise ValueError(f"parameters must be a mapping, got {type(value).__name__}")
     _check_json(value, "parameters")
     if value.get("type") == "object":
-        schema: dict[str, Any] = json.loads(json.dumps(value))  # a private deep copy
+        schema: JsonObject = json.loads(json.dumps(value))  # a private deep copy
     else:
         for prop, sub in value.items():
             if not isinstance(sub, dict):
@@ -300,7 +301,7 @@ class PluginManifest(_Table):
     name: Annotated[str, BeforeValidator(_name)]
     description: Annotated[str, BeforeValidator(_description)]
     endpoint: Endpoint
-    parameters: Annotated[dict[str, Any], BeforeValidator(_parameters)] = Field(
+    parameters: Annotated[JsonObject, BeforeValidator(_parameters)] = Field(
         default=None, validate_default=True
     )
     """The arguments' JSON Schema (always an object schema)."""

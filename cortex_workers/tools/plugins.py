@@ -30,6 +30,8 @@ from cortex_workers.tools.manifests import (
 from cortex_workers.tools.registry import Tool
 from cortex_workers.tools.results import UpstreamError
 
+from ..messages import JsonObject
+
 logger = logging.getLogger(__name__)
 
 _REASON_BODY_CHARS = 200
@@ -173,7 +175,7 @@ def plugin_tool(manifest: PluginManifest) -> Tool:
     )
 
 
-def _query(arguments: dict[str, Any]) -> dict[str, str | list[str]]:
+def _query(arguments: JsonObject) -> dict[str, str | list[str]]:
     """Arguments as query parameters: scalars as text, lists repeated, objects as JSON."""
 
     def text(value: Any) -> str:

@@ -13,6 +13,8 @@ from jsonschema.exceptions import SchemaError
 
 from cortex_workers.messages import ToolSpec
 
+from ..messages import JsonObject
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -31,7 +33,7 @@ class Tool:
 
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: JsonObject
     fn: Callable[..., Any]
     timeout_s: float | None = None
     read_only: bool = True
@@ -54,10 +56,11 @@ class Tool:
             name=self.name, description=self.description, parameters=self.offered_parameters()
         )
 
-    def offered_parameters(self) -> dict[str, Any]:
+    def offered_parameters(self) -> JsonObject:
         if not self.paginated:
             return self.parameters
-        props = dict(self.parameters.get("properties", {}))
+        properties = self.parameters.get("properties", {})
+        props = dict(properties) if isinstance(properties, dict) else {}  # a checked schema's
         props["cursor"] = {
             "type": "string",
             "description": (
@@ -135,7 +138,7 @@ def tool(
     name: str,
     *,
     description: str,
-    parameters: dict[str, Any],
+    parameters: JsonObject,
     registry: ToolRegistry | None = None,
     **options: Any,
 ) -> Callable[[F], F]:

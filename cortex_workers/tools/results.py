@@ -10,9 +10,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..errors import ToolError
+from ..messages import JsonObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +23,7 @@ class ToolContext:
     session_name: str | None
     turn_id: str
     call_id: str
-    cursor: dict[str, Any] | None = None
+    cursor: JsonObject | None = None
     """The decoded `cursor` argument of a paginated tool (None on the first page)."""
 
 
@@ -31,8 +31,8 @@ class ToolContext:
 class Page:
     """One page: `data` is the JSON object returned; `next` is the state of the next page."""
 
-    data: dict[str, Any]
-    next: dict[str, Any] | None = None
+    data: JsonObject
+    next: JsonObject | None = None
 
 
 class UpstreamError(Exception):
@@ -55,6 +55,6 @@ class ProposalRequest:
     action: str
     product: str
     rationale: str
-    params: dict[str, Any] = field(default_factory=dict)
+    params: JsonObject = field(default_factory=dict)
     blast_radius: str | None = None
     reversible: bool | None = None

@@ -35,6 +35,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from ..errors import ToolError
+from ..messages import JsonObject
 from ..vocabulary import ToolSeverity
 from .capping import cap_result
 from .cursors import CursorError, open_cursor, seal_cursor
@@ -147,7 +148,7 @@ def _resolve(
 
 def _arguments(
     tool: Tool, arguments: Any, ctx: ToolContext, cursor_key: bytes
-) -> tuple[dict[str, Any], ToolContext]:
+) -> tuple[JsonObject, ToolContext]:
     if not isinstance(arguments, Mapping) or not all(isinstance(k, str) for k in arguments):
         raise _Refusal(
             f"validation: arguments for {tool.name} must be a JSON object", error="validation"
@@ -171,7 +172,7 @@ def _arguments(
 
 def _call(
     tool: Tool,
-    kwargs: dict[str, Any],
+    kwargs: JsonObject,
     ctx: ToolContext,
     *,
     timeout: float,

@@ -194,7 +194,7 @@ def _rollback(
         repo.get_session(db, ctx.session_id, lock=True)
         close_step(db, key, None, record.rows(), alert_pct=rt.settings.llm_budget.alert_at_pct)
         ended, publish = rollback_to_last_checkpoint(
-            rt, db, session_id=ctx.session_id, turn_id=claim.turn_id, error=dict(error)
+            rt, db, session_id=ctx.session_id, turn_id=claim.turn_id, error=error
         )
     announce(rt, ended)
     return publish

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
+from pydantic import JsonValue
+
 from ..errors import TerminalError
 from ..messages import Message, Role, ToolCall, ToolSpec
 from ..routing import RouteSpec
@@ -33,7 +35,7 @@ class ModelContext:
     model: str
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...]
-    script: tuple[dict[str, Any], ...] | None
+    script: tuple[JsonValue, ...] | None
     depth: int
     """This step's position among the turn's model steps, from 1."""
     parent_step_no: int | None
@@ -183,7 +185,7 @@ def model_context(rt: Runtime, claim: Claim, view: ModelStepView, plan: StepPlan
         model=model,
         messages=tuple(messages),
         tools=tuple(tools),
-        script=tuple(script) if script else None,
+        script=tuple(script) if isinstance(script, list) and script else None,
         depth=view.model_steps + 1,
         parent_step_no=view.parent_step_no if claim.parent_step_id is not None else None,
         mode=mode_in_force(rt.settings, tenant=view.tenant_mode, session=view.session_mode),

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from ..budget import CallEstimate, estimate_call, micros_to_usd
 from ..errors import InvalidRequest, NotFound
-from ..messages import Message, ModelRequest
+from ..messages import JsonObject, Message, ModelRequest
 from ..providers.registry import Route
 from ..runtime import Runtime
 from ..store import repo, tenant_admin
@@ -26,14 +25,15 @@ from .guards.route import preview_call, route_record
 class DryRun:
     """The answer of `"dry_run": true`."""
 
-    route: dict[str, Any]
+    route: JsonObject
+    """The router's decision, as a step records it."""
     estimate: CallEstimate
     fits: bool
     remaining_micros: int | None
     """What the tightest daily budget has left (None: no daily limit applies)."""
     redactions: dict[str, int]
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JsonObject:
         e = self.estimate
         return {
             "dry_run": True,
@@ -50,12 +50,12 @@ class DryRun:
                 if self.remaining_micros is not None
                 else None,
             },
-            "redactions": self.redactions,
+            "redactions": {**self.redactions},
         }
 
 
 def _context(
-    rt: Runtime, session: Session, content: str, turn_route: dict[str, Any] | None
+    rt: Runtime, session: Session, content: str, turn_route: JsonObject | None
 ) -> ModelContext:
     """What the turn's first model step would read: the same prompt, summary and window."""
     window = rt.settings.history_window
@@ -90,7 +90,7 @@ def _context(
         model=model,
         messages=tuple(messages),
         tools=tuple(tools),
-        script=tuple(script) if script else None,
+        script=tuple(script) if isinstance(script, list) and script else None,
         depth=1,
         parent_step_no=None,
         mode=mode_in_force(rt.settings, tenant=tenant_mode, session=session.mode),
@@ -126,7 +126,7 @@ def dry_run(
     tenant_id: uuid.UUID,
     session_id: uuid.UUID,
     content: str,
-    turn_route: dict[str, Any] | None = None,
+    turn_route: JsonObject | None = None,
 ) -> DryRun:
     """Plan the turn's first call as a model step would, without storing or sending it."""
     with transaction(rt.db) as db:

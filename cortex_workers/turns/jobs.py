@@ -23,7 +23,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from ..errors import RetryableError, TerminalError
-from ..messages import Completion, Message, ModelRequest
+from ..messages import Completion, ErrorDoc, JsonObject, Message, ModelRequest
 from ..providers.anthropic_messages import RESULT_TOOL
 from ..providers.base import collect
 from ..providers.registry import Route
@@ -32,6 +32,7 @@ from ..store import jobs as store
 from ..store import webhooks
 from ..store.db import transaction
 from ..store.job_tables import Job
+from ..store.jobs import JobCallDoc
 from ..vocabulary import JobStatus, WebhookEventType
 from .guards.rate_limit import record_output_tokens, take_rate_limit
 from .job_spend import reserve_call
@@ -43,7 +44,7 @@ NATIVE_KINDS = frozenset({"openai", "azure_openai", "anthropic"})
 """Provider kinds that take the schema natively (the others read it in the prompt)."""
 
 
-def schema_problem(schema: dict[str, Any]) -> str | None:
+def schema_problem(schema: JsonObject) -> str | None:
     """Why `schema` is not a valid JSON Schema, or None."""
     try:
         Draft202012Validator.check_schema(schema)
@@ -52,7 +53,7 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
     return None
 
 
-def check_answer(completion: Completion, schema: dict[str, Any]) -> tuple[Any, str | None]:
+def check_answer(completion: Completion, schema: JsonObject) -> tuple[Any, str | None]:
     """The answer as JSON, and why it is not valid against `schema` (None when it is)."""
     forced = [c for c in completion.tool_calls if c.name == RESULT_TOOL]
     if forced:
@@ -91,7 +92,7 @@ class Call:
     provider: str
     model: str
 
-    def doc(self) -> dict[str, Any]:
+    def doc(self) -> JobCallDoc:
         return {
             "n": self.n,
             "output": self.output,
@@ -189,8 +190,10 @@ def run_job(job_id: uuid.UUID) -> None:
         try:
             call, result = _call(rt, job, run, route, n, request)
         except TerminalError as exc:
-            error = {"code": exc.code, "message": exc.message}
-            _end(rt, job, run, error=error | ({"details": exc.details} if exc.details else {}))
+            error: ErrorDoc = {"code": exc.code, "message": exc.message}
+            if exc.details:
+                error["details"] = exc.details
+            _end(rt, job, run, error=error)
             return
         cost = price.cost(call.input_tokens, call.output_tokens)
         with transaction(rt.db) as db:
@@ -213,7 +216,7 @@ def run_job(job_id: uuid.UUID) -> None:
 
 
 def _end(
-    rt: Runtime, job: Job, run: int, *, result: Any = None, error: dict[str, Any] | None = None
+    rt: Runtime, job: Job, run: int, *, result: Any = None, error: ErrorDoc | None = None
 ) -> None:
     """End the job, count it into its batch, and record the completion events, atomically."""
     status = JobStatus.FAILED if error is not None else JobStatus.SUCCEEDED
@@ -227,7 +230,7 @@ def _end(
             return
         batch = store.count_into_batch(db, ended.batch_id, succeeded=error is None)
         if batch is not None:
-            data: dict[str, Any] = {"batch_id": str(batch.id), "status": batch.status.value}
+            data: JsonObject = {"batch_id": str(batch.id), "status": batch.status.value}
             data |= {"count": batch.count}
             data |= {"succeeded": batch.succeeded, "failed": batch.failed}
             webhooks.record_event(db, job.tenant_id, WebhookEventType.BATCH_COMPLETED, data)

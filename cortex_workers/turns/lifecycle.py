@@ -8,11 +8,10 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy.orm import Session as Db
 
-from ..messages import StepRestart, TurnDone, TurnError, Usage
+from ..messages import ErrorDoc, StepRestart, TurnDone, TurnError, Usage
 from ..observability.metrics import observe_turn_finished
 from ..runtime import Runtime
 from ..store import repo
@@ -35,7 +34,7 @@ class Ended:
     input_tokens: int
     output_tokens: int
     cost_usd: float
-    error: dict[str, Any] | None
+    error: ErrorDoc | None
     """As stored on the turn: `{"code", "message"}`."""
     cut_off: tuple[int, int] | None = None
     """(step_no, attempt) of a model step that ended mid-stream: its partial text is void."""
@@ -142,7 +141,7 @@ def end_turn(
     session_id: uuid.UUID,
     turn_id: uuid.UUID,
     status: TurnStatus,
-    error: dict[str, Any] | None = None,
+    error: ErrorDoc | None = None,
     answer: str | None = None,
 ) -> tuple[Ended | None, list[NextStep]]:
     """End an active turn, cancel its open steps and promote the next queued turn.

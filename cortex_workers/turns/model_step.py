@@ -15,6 +15,7 @@ from opentelemetry.trace import get_current_span
 from ..errors import RetryableError, TerminalError
 from ..messages import (
     AssistantMessage,
+    AttemptErrorDoc,
     Completion,
     ModelRequest,
     StepRestart,
@@ -332,7 +333,7 @@ def backoff(attempt: int, *, base: float, cap: float, retry_after: float | None)
 def _retry_or_fail(
     rt: Runtime, claim: Claim, record: StepRecord, route: Route, exc: RetryableError
 ) -> Outcome:
-    error: dict[str, object] = {
+    error: AttemptErrorDoc = {
         "code": exc.code,
         "message": exc.message,
         "attempt": claim.attempt,

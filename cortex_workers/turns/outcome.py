@@ -31,7 +31,7 @@ class Retry:
     """The step again after `delay_s`, as attempt `next_attempt`."""
 
     delay_s: float
-    error: dict[str, object]
+    error: ErrorDoc
     next_attempt: int
 
 

@@ -7,7 +7,9 @@ import importlib
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import cast
+
+from pydantic import JsonValue
 
 from ..errors import ConflictError, NotFound
 from ..messages import event_data
@@ -83,7 +85,7 @@ def expire_due(rt: Runtime) -> int:
     return len(changed)
 
 
-Executor = Callable[[dict[str, Any]], Mapping[str, Any]]
+Executor = Callable[[dict[str, object]], Mapping[str, JsonValue]]
 """`fn(proposal) -> outcome`: see `executors.py`."""
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Literal, assert_never
+from typing import Literal, assert_never
 
 from sqlalchemy.orm import Session as Db
 
 from ..errors import ConflictError, NotFound
+from ..messages import ErrorDoc
 from ..runtime import Runtime
 from ..store import checkpoints, new_turns, repo
 from ..store.checkpoints import RestorePoint
@@ -110,7 +111,7 @@ def rollback_to_last_checkpoint(
     *,
     session_id: uuid.UUID,
     turn_id: uuid.UUID,
-    error: dict[str, Any],
+    error: ErrorDoc,
 ) -> tuple[Ended | None, list[NextStep]]:
     """Restore the session to the last checkpoint before the active turn `turn_id` (or its
     start): the turn's messages and any later summary leave the context; then end the turn

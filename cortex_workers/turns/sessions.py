@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy.orm import Session as Db
 
 from ..errors import InvalidRequest
+from ..messages import JsonObject
 from ..routing import RouteSpec
 from ..runtime import Runtime
 from ..store import repo
@@ -30,7 +30,7 @@ class SessionSpec:
     model: str | None = None
     tools: list[str] | None = None
     """Tool names the model may call; None means every registered tool."""
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: JsonObject = field(default_factory=dict)
     """Free-form; `metadata.script` drives the scripted provider."""
     user: str | None = None
     """The end user in the caller's system: per-user limits and usage are keyed by it."""

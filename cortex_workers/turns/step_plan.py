@@ -18,7 +18,7 @@ from ..runtime import Runtime
 from ..store.budget import ScopeLimit
 from ..store.claims import PlanParams
 from ..store.step_views import BatchCall, ModelStepView
-from ..store.whiteboard import board_of
+from ..store.whiteboard import BoardDoc, board_of
 from ..vocabulary import BudgetScope, RecoveryAction
 from ..whiteboard import summarize
 
@@ -120,7 +120,7 @@ def resolve(rt: Runtime, view: ModelStepView) -> StepPlan:
     )
 
 
-def _summary(session_id: uuid.UUID | None, board: dict[str, object] | None) -> str | None:
+def _summary(session_id: uuid.UUID | None, board: BoardDoc | None) -> str | None:
     if board is None or session_id is None:
         return None
     return summarize(board_of(session_id, board))

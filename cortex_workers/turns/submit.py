@@ -6,12 +6,13 @@ import hashlib
 import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Literal, assert_never
+from typing import Literal, assert_never
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as Db
 
 from ..errors import ConflictError, InvalidRequest, NotFound
+from ..messages import JsonObject
 from ..observability.tracing import current_traceparent
 from ..runtime import Runtime
 from ..store import new_turns, repo
@@ -34,7 +35,7 @@ class NewTurnSpec:
     digest: str
     """The request hash an Idempotency-Key is bound to."""
     user: str | None = None
-    route: dict[str, Any] | None = None
+    route: JsonObject | None = None
     """The turn's route request (`routing.RouteSpec`, as stored)."""
 
 
@@ -52,7 +53,7 @@ def request_hash(
     content: str,
     if_busy: IfBusy,
     user: str | None = None,
-    route: dict[str, Any] | None = None,
+    route: JsonObject | None = None,
 ) -> str:
     """What an Idempotency-Key is bound to: the same key with another request is refused."""
     fields = {"session": str(session_id), "content": content, "if_busy": if_busy}
@@ -83,7 +84,7 @@ def submit_turn(
     if_busy: IfBusy = "enqueue",
     idempotency_key: str | None = None,
     user: str | None = None,
-    route: dict[str, Any] | None = None,
+    route: JsonObject | None = None,
     known: Turn | None = None,
 ) -> Submitted:
     """Store the turn (queued) and start it if the session is idle; the caller publishes.

@@ -21,6 +21,7 @@ from ..runtime import Runtime, get_runtime
 from ..store import proposals
 from ..store import steps as step_store
 from ..store.db import autocommit_connection
+from ..store.proposals import ProposalDoc
 from ..store.step_commit import NewProposal, Release, StepKey, ToolDone, close_step
 from ..store.step_views import ToolStepView
 from ..store.steps import Claim
@@ -236,7 +237,7 @@ def _proposed(
     return replace(outcome, content=json.dumps(content)), proposal
 
 
-def _proposal_event(row: dict[str, object]) -> ProposalChanged:
+def _proposal_event(row: ProposalDoc) -> ProposalChanged:
     """`proposal`, from the row the statement stored."""
     params = row["params"]
     return ProposalChanged(

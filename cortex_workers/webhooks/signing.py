@@ -7,10 +7,11 @@ import base64
 import json
 import secrets
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
+from pydantic import JsonValue
 from standardwebhooks.webhooks import Webhook
 
 SECRET_PREFIX = "whsec_"
@@ -26,7 +27,7 @@ def message_id(event_id: uuid.UUID) -> str:
     return f"msg_{event_id.hex}"
 
 
-def payload(*, type: str, timestamp: datetime, data: dict[str, Any]) -> bytes:
+def payload(*, type: str, timestamp: datetime, data: Mapping[str, JsonValue]) -> bytes:
     """The body: `{"type", "timestamp", "data"}` as compact JSON."""
     doc = {"type": type, "timestamp": timestamp.astimezone(UTC).isoformat(), "data": data}
     return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()

@@ -20,10 +20,10 @@ import json
 import logging
 import re
 import uuid
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..messages import JsonObject
 from ..store.db import Executor
 from . import edits
 
@@ -88,6 +88,6 @@ def apply_whiteboard_suggestion(
     return answer
 
 
-def suggestion_fields() -> dict[str, Any]:
+def suggestion_fields() -> JsonObject:
     """The suggestion's JSON Schema (for docs and sub-agents' prompts)."""
     return Suggestion.model_json_schema()

@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TypedDict
 
 from ..store import whiteboard as store
 from ..store.db import Executor
 from ..vocabulary import BlockerStatus
+
+
+class ProgressJson(TypedDict):
+    percent: int | None
+    note: str
+
+
+class BoardJson(TypedDict):
+    """The whole board as `get_team_status` answers it (times in ISO 8601)."""
+
+    mission: str
+    focus: str
+    progress: ProgressJson
+    blockers: list[store.BlockerDoc]
+    decisions: list[store.EntryDoc]
+    updates: list[store.EntryDoc]
+    updated_at: str
+
 
 SUMMARY_HEADER = "Team whiteboard (shared by the coordinator and its agents):"
 MAX_SUMMARY_CHARS = 2000
@@ -52,7 +70,7 @@ def whiteboard_summary(db: Executor, session_id: uuid.UUID) -> str | None:
     return summarize(board) if board is not None else None
 
 
-def board_json(board: store.Board) -> dict[str, Any]:
+def board_json(board: store.Board) -> BoardJson:
     """The whole board as a JSON object (`get_team_status` and the API)."""
     return {
         "mission": board.mission,
@@ -76,7 +94,7 @@ def board_json(board: store.Board) -> dict[str, Any]:
     }
 
 
-def _entry(entry: store.Entry) -> dict[str, Any]:
+def _entry(entry: store.Entry) -> store.EntryDoc:
     return {
         "id": entry.id,
         "kind": entry.kind.value,

@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from ..messages import JsonObject
 from ..store import whiteboard as store
 from ..tools.registry import Tool, ToolRegistry
 from ..tools.results import ToolContext, ToolInputError
@@ -20,10 +21,14 @@ from . import edits
 from .summary import board_json
 
 COORDINATOR = "coordinator"
-_TEXT = {"type": "string", "minLength": 1, "maxLength": 4000}
-_FOCUS = {"type": "string", "maxLength": 1000, "description": "What the team works on now"}
+_TEXT: JsonObject = {"type": "string", "minLength": 1, "maxLength": 4000}
+_FOCUS: JsonObject = {
+    "type": "string",
+    "maxLength": 1000,
+    "description": "What the team works on now",
+}
 
-SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
+SCHEMAS: dict[str, tuple[str, JsonObject]] = {
     "update_mission": (
         "Set the team's mission on the shared whiteboard (and optionally its current focus).",
         {"properties": {"mission": _TEXT, "focus": _FOCUS}, "required": ["mission"]},

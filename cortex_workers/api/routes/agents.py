@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from ...agents.cards import A2aCard, AgentCard, LlmCard, Skill
 from ...dispatch import publish
+from ...messages import ErrorDoc, JsonObject, TaskProgress
 from ...store import agent_tasks
 from ...store.db import transaction
 from ...store.models import AgentTask
@@ -36,7 +37,7 @@ class AgentOut(BaseModel):
     description: str
     skills: list[Skill]
     capabilities: Capabilities
-    input_schema: dict[str, Any]
+    input_schema: JsonObject
     default_input_modes: list[str]
     default_output_modes: list[str]
     kind: AgentKind
@@ -64,10 +65,10 @@ class TaskOut(BaseModel):
     agent: str
     status: TaskStatus
     mode: AgentMode
-    input: dict[str, Any] | None
+    input: JsonObject | None
     result: Any
-    error: dict[str, Any] | None
-    progress: dict[str, Any] | None
+    error: ErrorDoc | None
+    progress: TaskProgress | None
     created_at: datetime
     finished_at: datetime | None
     follow_up_turn_id: uuid.UUID | None

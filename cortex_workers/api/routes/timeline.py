@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
 
 from fastapi import APIRouter
 from pydantic import BaseModel
 
+from ...messages import JsonObject
 from ...store import timeline
 from ...store.db import transaction
 from ...vocabulary import TimelineKind
@@ -24,7 +24,7 @@ class TimelineItem(BaseModel):
     at: datetime
     step: int | None
     kind: TimelineKind
-    data: dict[str, Any]
+    data: JsonObject
 
 
 class TimelineOut(BaseModel):

@@ -13,13 +13,12 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import jsonschema
 from sqlalchemy.orm import Session as Db
 
 from ...agents.cards import AgentCard, LlmCard
-from ...messages import AgentStarted, ToolResultReady
+from ...messages import AgentStarted, JsonObject, ToolResultReady
 from ...runtime import Runtime
 from ...store import agent_tasks, new_turns, repo
 from ...store.db import transaction
@@ -46,7 +45,7 @@ class AgentCall:
     tool_call_id: uuid.UUID
     call_id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
     session_id: uuid.UUID
     tenant_id: uuid.UUID
     model_step_no: int
@@ -150,7 +149,7 @@ def _emit_result(
     emit_batch_event(rt.redis, call.turn_id, model_step_no=call.model_step_no, event=event)
 
 
-def _input_problem(card: AgentCard, arguments: dict[str, Any]) -> str | None:
+def _input_problem(card: AgentCard, arguments: JsonObject) -> str | None:
     try:
         jsonschema.validate(arguments, card.input_schema)
     except jsonschema.ValidationError as exc:

@@ -5,9 +5,9 @@ child turn is cancelled with it."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from ...errors import ConflictError, NotFound
+from ...messages import ErrorDoc
 from ...runtime import Runtime
 from ...store import agent_tasks, repo
 from ...store.db import transaction
@@ -16,8 +16,11 @@ from ..lifecycle import announce, end_turn
 from ..steps import NextStep
 from .results import complete
 
-CANCELLED = {"code": "canceled", "message": "the task was cancelled"}
-ORPHANED = {"code": "canceled", "message": "the calling turn ended before the agent answered"}
+CANCELLED: ErrorDoc = {"code": "canceled", "message": "the task was cancelled"}
+ORPHANED: ErrorDoc = {
+    "code": "canceled",
+    "message": "the calling turn ended before the agent answered",
+}
 
 
 def cancel_task(rt: Runtime, *, tenant_id: uuid.UUID, task_id: uuid.UUID) -> list[NextStep]:
@@ -38,7 +41,7 @@ def cancel_task(rt: Runtime, *, tenant_id: uuid.UUID, task_id: uuid.UUID) -> lis
     return publish
 
 
-def stop_task(rt: Runtime, task_id: uuid.UUID, *, error: dict[str, Any]) -> list[NextStep]:
+def stop_task(rt: Runtime, task_id: uuid.UUID, *, error: ErrorDoc) -> list[NextStep]:
     """End an open task as cancelled, and its sub-agent's turn with it (idempotent)."""
     publish = complete(rt, task_id, status=TaskStatus.CANCELED, error=error)
     with transaction(rt.db) as db:

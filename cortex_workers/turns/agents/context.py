@@ -33,8 +33,7 @@ def agent_additions(rt: Runtime, view: ModelStepView, plan: StepPlan) -> AgentAd
         return AgentAdditions([], None, None)
     tools = rt.agents.specs(view.agents) if view.agents else []
     note = None
-    trigger = view.trigger or {}
-    if trigger.get("kind") == "task" and view.task is not None:
+    if view.trigger is not None and view.trigger.get("kind") == "task" and view.task is not None:
         t = view.task
         task = agent_tasks.EndedTask(
             uuid.UUID(t["id"]), t["agent"], TaskStatus(t["status"]), t["result"], t["error"]

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session as Db
 
-from ...messages import AgentDone, TaskChanged, ToolResultReady
+from ...messages import AgentDone, ErrorDoc, JsonObject, TaskChanged, ToolResultReady
 from ...runtime import Runtime
 from ...store import agent_tasks, repo
 from ...store.db import Executor, transaction
@@ -48,8 +48,8 @@ def result_text(task: AgentTask) -> tuple[str, bool]:
     if task.status == TaskStatus.COMPLETED:
         result = task.result
         return (result if isinstance(result, str) else json.dumps(result)), False
-    error = task.error or {}
-    return json.dumps({"status": task.status, "error": error.get("message", "")}), True
+    message = task.error["message"] if task.error else ""
+    return json.dumps({"status": task.status, "error": message}), True
 
 
 def agent_result(
@@ -59,7 +59,7 @@ def agent_result(
     name: str,
     content: str,
     is_error: bool,
-    arguments: dict[str, Any],
+    arguments: JsonObject,
 ) -> ToolDone:
     """An agent call's answer as its tool step's result (the value every tool result is)."""
     return ToolDone(
@@ -111,7 +111,7 @@ def complete(
     status: TaskStatus,
     attempt: int | None = None,
     result: Any = None,
-    error: dict[str, Any] | None = None,
+    error: ErrorDoc | None = None,
 ) -> list[NextStep]:
     """End the task once (see the module's doc); what to publish. A duplicate end does
     nothing."""

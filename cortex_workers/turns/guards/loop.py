@@ -5,9 +5,8 @@ of one model step run at once (the others wait). See docs/checkpoints.md."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
-from ...messages import Message
+from ...messages import JsonObject, Message
 from ...recovery_settings import RecoverySettings
 from ...runtime import Runtime
 from ...store.step_views import ToolStepView
@@ -26,10 +25,11 @@ class Verdict:
     wait: bool = False
     refused: ToolOutcome | None = None
     anomaly: AnomalyKind | None = None
-    data: dict[str, Any] | None = None
+    data: JsonObject | None = None
+    """The anomaly's facts, as the timeline records them."""
 
 
-def session_limits(metadata: dict[str, Any] | None) -> dict[str, int]:
+def session_limits(metadata: JsonObject | None) -> dict[str, int]:
     """A session's own `tool_call_limits` (`metadata.tool_call_limits`, per tool name)."""
     limits = (metadata or {}).get("tool_call_limits")
     if not isinstance(limits, dict):
@@ -61,7 +61,7 @@ def judge(rt: Runtime, seen: ToolStepView) -> Verdict:
             f"{seen.same_arguments} times in this turn; you are repeating yourself. Use the "
             "results you have, or try something different."
         )
-        data = {"tool": name, "arguments": arguments, "calls": seen.same_arguments + 1}
+        data: JsonObject = {"tool": name, "arguments": arguments, "calls": seen.same_arguments + 1}
         return Verdict(refused=_refused(text), anomaly=AnomalyKind.REPEATED_TOOL_CALL, data=data)
     limit = cfg.limit_of(name, session_limits(seen.session_metadata))
     if limit is not None and seen.same_tool >= limit:
@@ -77,7 +77,7 @@ def offered(
     rt: Runtime,
     ctx: ModelContext,
     *,
-    metadata: dict[str, Any] | None,
+    metadata: JsonObject | None,
     counts: dict[str, int] | None,
 ) -> ModelContext:
     """The context without the tools that reached their limit in this turn, and a note to the

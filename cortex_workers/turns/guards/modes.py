@@ -3,9 +3,8 @@ and the session's is in force; `local-only` calls only local providers."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ...errors import InvalidRequest
+from ...messages import JsonObject
 from ...providers.locality import is_local
 from ...routing import RouteSpec
 from ...runtime import Runtime
@@ -62,7 +61,7 @@ def check_session_mode(
 
 
 def route_spec(
-    turn_route: dict[str, Any] | None, session_route: dict[str, Any] | None, *, model: str | None
+    turn_route: JsonObject | None, session_route: JsonObject | None, *, model: str | None
 ) -> RouteSpec | None:
     """The route request in force: the turn's, else the session's; `model: "auto"` alone asks
     for the default one (tier `auto`)."""

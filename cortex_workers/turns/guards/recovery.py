@@ -13,9 +13,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from ...messages import Completion
+from ...messages import Completion, ErrorDoc, JsonObject
 from ...providers.latency import before_last
 from ...providers.registry import Route
 from ...runtime import Runtime
@@ -39,7 +38,8 @@ _STRENGTH = list(RecoveryAction)  # continue < retry < fallback < rollback < esc
 @dataclass(frozen=True, slots=True)
 class Finding:
     kind: AnomalyKind
-    data: dict[str, Any] = field(default_factory=dict)
+    data: JsonObject = field(default_factory=dict)
+    """The anomaly's facts, as the timeline records them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,7 @@ def findings(rt: Runtime, answer: Answer, *, depth_exceeded: bool) -> list[Findi
         out.append(Finding(AnomalyKind.SHORT_OUTPUT, {"chars": len(done.text.strip())}))
     cost, reserved = answer.cost_micros, answer.reserved_micros
     if reserved and cost is not None and cost > t.cost_overrun * reserved:
-        data = {"cost_usd": cost / 1e6, "estimate_usd": reserved / 1e6}
+        data: JsonObject = {"cost_usd": cost / 1e6, "estimate_usd": reserved / 1e6}
         out.append(Finding(AnomalyKind.COST_OVERRUN, data))
     spike = _latency_spike(rt, answer)
     if spike is not None:
@@ -81,7 +81,7 @@ def _latency_spike(rt: Runtime, answer: Answer) -> Finding | None:
         return None
     if answer.latency_ms <= t.latency_spike * stats.p95_ms:
         return None
-    data = {
+    data: JsonObject = {
         "latency_ms": answer.latency_ms,
         "p95_ms": stats.p95_ms,
         "provider": answer.route.provider,
@@ -113,14 +113,13 @@ def respond(
     if action == RecoveryAction.ROLLBACK:
         recovered(record, RecoveryAction.ROLLBACK, {"anomaly": finding.kind})
         why = f"{_describe(finding)}; the session is back at its last checkpoint"
-        error = _error(finding, why)
-        return Rollback({"code": error["code"], "message": error["message"]})
+        return Rollback(_error(finding, why))
     if action == RecoveryAction.ESCALATE:
         return escalate(claim, record, finding)
     return None
 
 
-def _error(finding: Finding, what: str) -> dict[str, Any]:
+def _error(finding: Finding, what: str) -> ErrorDoc:
     return {"code": str(finding.kind), "message": f"anomaly {finding.kind}: {what}"}
 
 

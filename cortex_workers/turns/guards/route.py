@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ...errors import TerminalError
-from ...messages import ModelRequest
+from ...messages import JsonObject, ModelRequest
 from ...privacy import PrivacyPolicy, Redacted, redact_messages
 from ...providers.base import Provider
 from ...providers.prompt_tools import PromptToolsProvider
@@ -175,7 +175,7 @@ def note_plan(record: StepRecord, claim: Claim, plan: CallPlan) -> None:
         record.note(kind, data)
 
 
-def route_record(plan: CallPlan) -> dict[str, object] | None:
+def route_record(plan: CallPlan) -> JsonObject | None:
     """What the step records as `route`: the router's decision, or frugal's plan."""
     if plan.decision is not None:
         return plan.decision.as_json()
