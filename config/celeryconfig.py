@@ -28,7 +28,9 @@ TASK_MODULES = (
 
 
 def celery_settings(settings: Settings) -> dict[str, Any]:
-    is_redis = settings.broker_url.startswith(("redis://", "rediss://", "valkey://", "unix://"))
+    is_redis = settings.broker_url.startswith(
+        ("redis://", "rediss://", "valkey://", "unix://", "sentinel://")
+    )
     transport: dict[str, Any] = {}
     if is_redis:
         # Recovery comes from the step lease, not from Redis re-delivery: keep this far above
@@ -43,6 +45,11 @@ def celery_settings(settings: Settings) -> dict[str, Any]:
             # (gevent), leaving acknowledgements undelivered
             "max_connections": 200,
         }
+        if settings.broker_url.startswith("sentinel://"):
+            # kombu's sentinel transport asks these sentinels for the primary, and again after
+            # a connection fails (a failover)
+            transport["master_name"] = settings.redis_sentinel_master
+            transport["sentinel_kwargs"] = {"socket_timeout": 5}
     return {
         "broker_url": settings.broker_url,
         "broker_transport_options": transport,
