@@ -97,6 +97,35 @@ def _drive(
     return report
 
 
+def without_primary(stack: SentinelStack) -> dict[str, Any]:
+    """With no primary known (the only Redis killed, no replica to promote), the API answers
+    503 with Retry-After; once the primary is back it answers as before. The statuses seen."""
+    import httpx
+
+    assert stack.cluster is not None
+    headers = {"Authorization": f"Bearer {stack.api_key}"}
+    body = {"name": "while-no-primary"}
+    out: dict[str, Any] = {}
+    with httpx.Client(base_url=stack.api_base, headers=headers, timeout=30) as client:
+        server = stack.cluster.kill_primary()
+        down = client.post("/v1/sessions", json=body)
+        out["down"] = {
+            "status": down.status_code,
+            "retry_after": down.headers.get("retry-after"),
+            "code": down.json().get("error", {}).get("code"),
+        }
+        stack.cluster.start_again(server)
+        statuses = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            statuses.append(client.post("/v1/sessions", json=body).status_code)
+            if statuses[-1] == 201:
+                break
+            time.sleep(0.5)
+        out["back"] = statuses
+    return out
+
+
 def _wait_running(driver: Driver, stack: Stack, at_least: int, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and not driver.all_done():
@@ -161,9 +190,11 @@ def run_failover(
     turns: int = 4,
     seed: int = 34,
     drain_s: float = 150.0,
+    after: Callable[[SentinelStack], dict[str, Any]] | None = None,
     echo: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """The Redis primary is killed under running turns; a replica takes over."""
+    """The Redis primary is killed under running turns; a replica takes over. `after` runs on
+    the live stack once every turn ended; what it returns is the report's `after`."""
     stack = SentinelStack(StackConfig(settings=dict(SETTINGS)))
     try:
         stack.start()
@@ -173,10 +204,13 @@ def run_failover(
             time.sleep(1.5)
             return [_fire(stack, "redis_failover", stack.fail_over)]
 
-        return _drive(
+        report = _drive(
             stack, plan, sessions=sessions, turns=turns, seed=seed, drain_s=drain_s,
             label="sentinel failover", echo=echo,
         )  # fmt: skip
+        if after is not None:
+            report["after"] = after(stack)
+        return report
     finally:
         stack.stop()
 

@@ -196,6 +196,33 @@ class SentinelCluster:
         _wait(lambda: self._info(new.port).get("role") == "master", timeout_s, "the promotion")
         return time.monotonic() - started
 
+    def kill_primary(self) -> _Server:
+        """SIGKILL the primary and wait until the sentinels stop naming it (with no replica
+        left to promote, no primary is known until `start_again`)."""
+        old = self.primary()
+        assert old.proc is not None
+        old.proc.kill()
+        old.proc.wait(10)
+        _wait(lambda: not self._named_by_all(old.port), 30, "the sentinels to give up on it")
+        return old
+
+    def _named_by_all(self, port: int) -> bool:
+        for sentinel in self.sentinel_ports:
+            try:
+                info = self._client(sentinel).sentinel_master(MASTER_NAME)
+            except Exception:
+                return False
+            if "s_down" in str(info.get("flags", "")) or int(info.get("port", 0)) != port:
+                return False
+        return True
+
+    def start_again(self, server: _Server) -> None:
+        """Start a killed server again on its port, as a primary."""
+        program = shutil.which("redis-server")
+        assert program is not None
+        self._run_server(program, server, None)
+        _wait(lambda: self._named_by_all(server.port), 30, "the sentinels to see it back")
+
     def stop(self) -> None:
         for proc in self._procs:
             if proc.poll() is None:
