@@ -89,7 +89,7 @@ def _from_sentinel_url(url: str) -> tuple[tuple[tuple[str, int], ...], int, str 
     return tuple(hosts), db, username, password
 
 
-def sentinel_target(redis_url: str, sentinels: str, master: str) -> SentinelTarget | None:
+def sentinel_target(redis_url: str, *, sentinels: str, master: str) -> SentinelTarget | None:
     """The Sentinel setup the settings describe, or None for a plain Redis URL. With
     `sentinels` set, a `redis://` URL still gives the database number and the credentials."""
     if redis_url.startswith(SENTINEL_SCHEME):

@@ -352,7 +352,9 @@ class Settings(BaseSettings):
     def sentinel(self) -> SentinelTarget | None:
         """The Sentinel setup of REDIS_SENTINELS / REDIS_SENTINEL_MASTER (or a `sentinel://`
         REDIS_URL), or None for a plain Redis URL."""
-        return sentinel_target(self.redis_url, self.redis_sentinels, self.redis_sentinel_master)
+        return sentinel_target(
+            self.redis_url, sentinels=self.redis_sentinels, master=self.redis_sentinel_master
+        )
 
     @model_validator(mode="after")
     def _derive_broker(self) -> Settings:

@@ -44,7 +44,7 @@ def test_stream_entries_reach_the_replica_before_the_commit_and_follow_a_failove
     failover right after loses none; the writer's connection to the dead primary fails the
     next attempt's writes once (that attempt is retried), and the retry writes to the new one."""
     with SentinelCluster(Path(tempfile.mkdtemp(prefix="cortex-sentinel-"))) as cluster:
-        target = sentinel_target("", cluster.sentinels, MASTER_NAME)
+        target = sentinel_target("", sentinels=cluster.sentinels, master=MASTER_NAME)
         client = redis.Redis(connection_pool=sync_pool("", target, max_connections=4, timeout=5))
         writer = PipelinedWriter(client.connection_pool)
         turn = uuid.uuid4()
