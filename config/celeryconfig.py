@@ -28,7 +28,9 @@ TASK_MODULES = (
 
 
 def celery_settings(settings: Settings) -> dict[str, Any]:
-    is_redis = settings.broker_url.startswith(("redis://", "rediss://", "valkey://", "unix://"))
+    is_redis = settings.broker_url.startswith(
+        ("redis://", "rediss://", "valkey://", "unix://", "sentinel://")
+    )
     transport: dict[str, Any] = {}
     if is_redis:
         # Recovery comes from the step lease, not from Redis re-delivery: keep this far above
@@ -43,7 +45,13 @@ def celery_settings(settings: Settings) -> dict[str, Any]:
             # (gevent), leaving acknowledgements undelivered
             "max_connections": 200,
         }
+        if settings.broker_url.startswith("sentinel://"):
+            # kombu's sentinel transport asks these sentinels for the primary, and again after
+            # a connection fails (a failover)
+            transport["master_name"] = settings.redis_sentinel_master
+            transport["sentinel_kwargs"] = {"socket_timeout": 5}
     return {
+        **_redbeat_redis(settings),
         "broker_url": settings.broker_url,
         "broker_transport_options": transport,
         "broker_connection_retry_on_startup": True,
@@ -82,9 +90,27 @@ def celery_settings(settings: Settings) -> dict[str, Any]:
         "broker_pool_limit": 20,
         # RedBeat keeps the schedule in Redis under a lock, so a second beat is harmless.
         "beat_scheduler": "config.scheduler.ResilientRedBeatScheduler",
-        "redbeat_redis_url": settings.redis_url,
         "redbeat_key_prefix": "cortex:redbeat",
         "redbeat_lock_timeout": max(30, int(settings.reconcile_every_s * 6)),
         "beat_max_loop_interval": max(1, int(settings.reconcile_every_s)),
         "timezone": "UTC",
     }
+
+
+def _redbeat_redis(settings: Settings) -> dict[str, Any]:
+    """Where RedBeat keeps the schedule and its lock: the Redis URL, or, under Sentinel, the
+    primary the sentinels name (RedBeat's own `redis-sentinel` form)."""
+    target = settings.sentinel()
+    if target is None:
+        return {"redbeat_redis_url": settings.redis_url}
+    options: dict[str, Any] = {
+        "sentinels": list(target.sentinels),
+        "service_name": target.master,
+        "db": target.db,
+        "socket_timeout": 5,
+    }
+    if target.password:
+        options["password"] = target.password
+    if target.username:
+        options["username"] = target.username
+    return {"redbeat_redis_url": "redis-sentinel://", "redbeat_redis_options": options}

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from .agents import AgentRegistry, load_agents
 from .providers.limits import Health, RateLimiter
 from .providers.registry import ProviderRegistry
+from .redis_clients import sync_pool
 from .settings import DEFAULT_CONFIG, Settings, config_path, get_settings
 from .store.db import make_engine, make_sessionmaker
 from .stream_writer import PipelinedWriter
@@ -46,8 +47,9 @@ class Runtime:
             raise RuntimeError("REDIS_URL is not set: run `cortex-workers dev` or set it")
         # Blocking: with more threads than connections, a thread waits for one (up to the
         # timeout) instead of failing with "too many connections".
-        pool = redis.BlockingConnectionPool.from_url(
+        pool = sync_pool(
             self.settings.redis_url,
+            self.settings.sentinel(),
             socket_timeout=10,
             socket_connect_timeout=5,
             health_check_interval=30,
@@ -56,6 +58,11 @@ class Runtime:
             timeout=20,
         )
         return redis.Redis(connection_pool=pool)
+
+    @cached_property
+    def stream_replicas(self) -> int:
+        """Replicas a step waits for before its commit: one under Sentinel, else none."""
+        return 1 if self.settings.sentinel() is not None else 0
 
     @cached_property
     def stream_writer(self) -> PipelinedWriter:

@@ -36,6 +36,7 @@ from .llm_settings import (
     RateLimitSettings,
 )
 from .recovery_settings import RecoverySettings
+from .redis_target import SENTINEL_SCHEME, SentinelTarget, broker_url_for, sentinel_target
 from .settings_values import CommaList, Duration, OptionalSecret, OptionalText
 from .settings_values import parse_duration as parse_duration
 
@@ -163,6 +164,15 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("CELERY_BROKER_URL", "CORTEX_BROKER_URL"),
         description="Celery broker; defaults to REDIS_URL.",
     )
+    redis_sentinels: str = Field(
+        default="", validation_alias=AliasChoices("REDIS_SENTINELS", "CORTEX_REDIS_SENTINELS")
+    )
+    """`host:port,host:port`: find the Redis primary through these sentinels (docs/fleet.md)."""
+    redis_sentinel_master: str = Field(
+        default="",
+        validation_alias=AliasChoices("REDIS_SENTINEL_MASTER", "CORTEX_REDIS_SENTINEL_MASTER"),
+    )
+    """The name the sentinels monitor the primary under (often `mymaster`)."""
     llm_provider: str = Field(
         default="scripted", validation_alias=AliasChoices("LLM_PROVIDER", "CORTEX_LLM_PROVIDER")
     )
@@ -339,8 +349,19 @@ class Settings(BaseSettings):
         secret = self.token_secret or self.secret_key
         return secret.get_secret_value().encode() if secret else None
 
+    def sentinel(self) -> SentinelTarget | None:
+        """The Sentinel setup of REDIS_SENTINELS / REDIS_SENTINEL_MASTER (or a `sentinel://`
+        REDIS_URL), or None for a plain Redis URL."""
+        return sentinel_target(
+            self.redis_url, sentinels=self.redis_sentinels, master=self.redis_sentinel_master
+        )
+
     @model_validator(mode="after")
     def _derive_broker(self) -> Settings:
+        target = self.sentinel()  # raises, saying what to fix, for a bad Sentinel setup
+        if target is not None and not self.redis_url.startswith(SENTINEL_SCHEME):
+            # one form everywhere: children and `dev` pass REDIS_URL on as it is
+            self.redis_url = broker_url_for(target)
         if not self.broker_url:
             self.broker_url = self.redis_url
         return self

@@ -130,7 +130,10 @@ class PipelinedWriter:
                 self._queued, self._queued_for = [], []
                 generation = self._generation
             try:
-                self._conn.send_packed_command([data], check_health=False)  # connects if need be
+                # connect() first: a sentinel-managed connection asks the sentinels for the
+                # primary only there (sending alone would connect to its default address)
+                self._conn.connect()
+                self._conn.send_packed_command([data], check_health=False)
                 failure: Exception | None = None
             except Exception as exc:
                 failure = exc

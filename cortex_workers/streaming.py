@@ -36,6 +36,7 @@ from .messages import (
     TurnEvent,
     encode,
 )
+from .redis_clients import REPLICA_WAIT_MS
 from .stream_writer import Outcome, PipelinedWriter
 
 __all__ = ["cancel_key", "notices_key", "stream_key"]
@@ -81,6 +82,9 @@ class StepStream:
     attempt: int
     ttl_s: int
     writer: PipelinedWriter | None = None
+    replicas: int = 0
+    """With Redis Sentinel: replicas that must hold the step's entries before `flush` returns
+    (WAIT, bounded), so that a failover after the step's commit loses none of them."""
     chunk: int = field(default=0)
     fenced: bool = field(default=False)
     outcome: Outcome = field(default_factory=Outcome)
@@ -127,8 +131,13 @@ class StepStream:
     def flush(self) -> bool:
         """Wait for the replies to every entry emitted; False if this attempt was fenced."""
         if self.writer is not None:
+            if self.replicas:
+                # on the writer's own connection: WAIT counts that connection's writes
+                self.writer.send(self.outcome, "WAIT", self.replicas, REPLICA_WAIT_MS)
             self.writer.wait(self.outcome)
             self._settle()
+        elif self.replicas:
+            self.client.wait(self.replicas, REPLICA_WAIT_MS)
         return not self.fenced
 
     def _settle(self) -> None:

@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import redis.asyncio as aioredis
 from fastapi import FastAPI
 
 from ..observability.tracing import configure_tracing, shutdown_tracing
+from ..redis_clients import async_client
 from ..runtime import Runtime, get_runtime
 from . import errors
 from .limits import BodySizeLimit
@@ -74,8 +74,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     configure_tracing("cortex-workers-api")  # off unless the OTEL_* variables ask for it
     rt = get_runtime()
     _reload_tools_on_sighup(rt)
-    app.state.redis = aioredis.Redis.from_url(
+    app.state.redis = async_client(
         rt.settings.redis_url,
+        rt.settings.sentinel(),
         socket_connect_timeout=5,
         health_check_interval=30,
         max_connections=rt.settings.redis_pool_size * 20,

@@ -245,6 +245,7 @@ def _open_stream(rt: Runtime, claim: Claim, ctx: ModelContext, plan: StepPlan) -
         claim.attempt,
         ttl_s=int(rt.settings.turn_timeout_s + rt.settings.stream_ttl_s),
         writer=rt.stream_writer,
+        replicas=rt.stream_replicas,
     )
     if claim.attempt > 1:
         stream.emit(StepRestart(step=claim.step_no, attempt=claim.attempt))

@@ -33,7 +33,10 @@ PARTS = (
     "concurrency",
     "batch",
     "growth",
+    "hosts",
 )
+ALONE = ("hosts",)
+"""Parts that build a stack of their own (scripts/hosts): run with `--only` and nothing else."""
 QUICK = {
     "reps": 2,
     "tput_warmup": 2.0,
@@ -60,7 +63,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--only",
-        default=",".join(p for p in PARTS if p != "growth"),
+        default=",".join(p for p in PARTS if p not in ("growth", *ALONE)),
         help=f"comma-separated parts: {', '.join(PARTS)}",
     )
     p.add_argument("--reps", type=int, default=3, help="repetitions per figure")
@@ -220,6 +223,24 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def _run_alone(only: list[str], args: argparse.Namespace) -> int:
+    """`--only hosts`: the multi-host figures (scripts/hosts/bench.py), on their own stack."""
+    if only != ["hosts"]:
+        print("`hosts` runs on a stack of its own: give it alone (--only hosts)")
+        return 2
+    from scripts.hosts.bench import run_bench
+    from scripts.hosts.network import unavailable_reason
+
+    if reason := unavailable_reason():
+        print(f"hosts: network namespaces unavailable: {reason}")
+        return 2
+    figures = run_bench(reps=max(args.reps, 5))
+    print(json.dumps(figures, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps({"hosts": figures}, indent=1))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
@@ -234,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"unknown part(s): {', '.join(unknown)}; choose from {', '.join(PARTS)}")
         return 2
+    if any(p in ALONE for p in only):
+        return _run_alone(only, args)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
