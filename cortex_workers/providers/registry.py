@@ -16,8 +16,9 @@ from ..errors import TerminalError
 from ..llm_settings import ProviderSettings
 from ..settings import Settings
 from .base import ModelPrice, Provider
-from .catalog import Catalog, ModelInfo
+from .catalog import Catalog, ModelInfo, is_pattern
 from .config import ProviderConfig
+from .reachability import unreachable
 
 BUILTIN: dict[str, dict[str, Any]] = {
     "scripted": {"kind": "scripted", "model": "scripted-1", "free": True},
@@ -57,6 +58,10 @@ class ProviderInfo:
     reason: str | None
     default_model: str
     models: tuple[str, ...]
+    """Model names a session may use."""
+    model_patterns: tuple[str, ...]
+    """Catalog patterns (`gpt-*`): what they match is priced and described, but a session
+    names a model, never a pattern."""
     base_url: str | None
     free: bool
 
@@ -242,9 +247,14 @@ class ProviderRegistry:
         return info.price
 
     def describe(self) -> list[ProviderInfo]:
+        """Every provider as `GET /v1/providers` shows it; a self-hosted server that does not
+        answer is unavailable (checked cheaply, remembered for a few seconds)."""
         out = []
         for name, config in self.configs.items():
             reason = self.unavailable(name)
+            if reason is None and config.self_hosted:
+                reason = unreachable(str(config.base_url))
+            models = self.catalog.models_of(name)
             out.append(
                 ProviderInfo(
                     name=name,
@@ -252,7 +262,8 @@ class ProviderRegistry:
                     available=reason is None,
                     reason=reason,
                     default_model=self.default_model(name),
-                    models=tuple(self.catalog.models_of(name)),
+                    models=tuple(m for m in models if not is_pattern(m)),
+                    model_patterns=tuple(m for m in models if is_pattern(m)),
                     base_url=config.base_url,
                     free=config.free,
                 )
