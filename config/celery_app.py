@@ -79,7 +79,9 @@ def _early_log_format(**_: object) -> None:
 
 @after_setup_logger.connect
 def _root_log_format(logger: logging.Logger, loglevel: int, **_: object) -> None:
-    """`CORTEX_LOG_FORMAT=json`: one JSON object per line instead of Celery's text lines."""
+    """`CORTEX_LOG_FORMAT=json`: one JSON object per line instead of Celery's text lines; no
+    line per maintenance tick."""
+    worker_hooks.quiet_maintenance_logs()
     if worker_hooks.json_logs_requested():
         worker_hooks.use_json_root_logs(logger, loglevel)
 

@@ -14,10 +14,10 @@ import logging
 import os
 from collections.abc import Mapping
 
-from .observability.logs import LogFormat, configure_logging, log_format_from_env
+from .observability.logs import LogFormat, configure_logging, log_format_from_env, quiet_ticks
 from .observability.metrics import mark_process_dead, start_worker_metrics_server
 from .observability.tracing import configure_tracing, shutdown_tracing
-from .queues import Queue
+from .queues import TICKS, Queue
 from .runtime import get_runtime
 
 METRICS_PORT_ENV = "CORTEX_METRICS_PORT"
@@ -81,6 +81,11 @@ def on_pool_child_exit(pid: int) -> None:
 def on_worker_stop() -> None:
     """In the worker's main process at shutdown (`worker_shutdown`)."""
     shutdown_tracing()
+
+
+def quiet_maintenance_logs() -> None:
+    """No log line per maintenance tick (`after_setup_logger`, worker and beat)."""
+    quiet_ticks(TICKS)
 
 
 def json_logs_requested() -> bool:
