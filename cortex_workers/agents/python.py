@@ -8,10 +8,12 @@ import asyncio
 import importlib
 import inspect
 import json
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 from ..vocabulary import TaskStatus
@@ -40,6 +42,14 @@ class Outcome:
 
 
 Handler = Callable[[dict[str, Any], AgentContext], Any]
+
+
+def importable_from(directory: Path) -> None:
+    """Handler modules may live next to their cards: the cards' directory goes last on the
+    import path (an installed package or the standard library of the same name wins)."""
+    where = str(directory.resolve())
+    if directory.is_dir() and where not in sys.path:
+        sys.path.append(where)
 
 
 def resolve(spec: str) -> Handler:

@@ -7,14 +7,6 @@ import time
 from typing import Any
 
 
-def slow_research(input: dict[str, Any], ctx: Any) -> str:
-    """Five seconds of 'research', reporting progress each second."""
-    for i in range(5):
-        ctx.progress(i / 5, f"reading source {i + 1}")
-        time.sleep(1)
-    return f"RESEARCH RESULT for {input['task']}: 42 sources agree"
-
-
 def quick_lookup(input: dict[str, Any], ctx: Any) -> dict[str, Any]:
     return {"answer": f"lookup of {input['task']}", "task_id": ctx.task_id}
 
