@@ -255,13 +255,16 @@ class ProviderRegistry:
             if reason is None and config.self_hosted:
                 reason = unreachable(str(config.base_url))
             models = self.catalog.models_of(name)
+            default = self.default_model(name)
+            if default and not is_pattern(default) and default not in models:
+                models.insert(0, default)  # a session may always name the default
             out.append(
                 ProviderInfo(
                     name=name,
                     kind=config.kind,
                     available=reason is None,
                     reason=reason,
-                    default_model=self.default_model(name),
+                    default_model=default,
                     models=tuple(m for m in models if not is_pattern(m)),
                     model_patterns=tuple(m for m in models if is_pattern(m)),
                     base_url=config.base_url,
