@@ -99,6 +99,22 @@ def _not_json(content_type: str | None) -> str | None:
     return media[:100]
 
 
+async def _validation(request: Request, exc: Exception) -> JSONResponse:
+    """A 422 naming the first problem; for a body not sent as JSON, its Content-Type."""
+    assert isinstance(exc, RequestValidationError)
+    errors = _clean(list(exc.errors()))
+    first = errors[0] if errors else FieldError(loc=[], msg="invalid request", type="")
+    where = ".".join(str(p) for p in first["loc"])
+    message = f"{where}: {first['msg']}"
+    wrong_type = _not_json(request.headers.get("content-type"))
+    if wrong_type is not None and any(e["loc"][:1] == ["body"] for e in errors):
+        message = (
+            f"the body must be JSON, sent with Content-Type: application/json; this one "
+            f"came as Content-Type: {wrong_type} ({message})"
+        )
+    return error_response(422, "validation_error", message, errors)
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(CortexError)
     async def _cortex(_: Request, exc: CortexError) -> JSONResponse:
@@ -120,19 +136,7 @@ def install(app: FastAPI) -> None:
             429, exc.code, exc.message, exc.details, headers={"Retry-After": str(exc.retry_after_s)}
         )
 
-    @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = _clean(list(exc.errors()))
-        first = errors[0] if errors else FieldError(loc=[], msg="invalid request", type="")
-        where = ".".join(str(p) for p in first["loc"])
-        message = f"{where}: {first['msg']}"
-        wrong_type = _not_json(request.headers.get("content-type"))
-        if wrong_type is not None and any(e["loc"][:1] == ["body"] for e in errors):
-            message = (
-                f"the body must be JSON, sent with Content-Type: application/json; this one "
-                f"came as Content-Type: {wrong_type} ({message})"
-            )
-        return error_response(422, "validation_error", message, errors)
+    app.add_exception_handler(RequestValidationError, _validation)
 
     @app.exception_handler(HTTPException)
     async def _http(_: Request, exc: HTTPException) -> JSONResponse:

@@ -109,21 +109,7 @@ TOOL_DURATION = Histogram(
 RECONCILER_ACTIONS = Counter(
     "cortex_reconciler_actions", "Repairs made by the reconciler, by action.", ["action"]
 )
-RECONCILER_ACTION_NAMES = (
-    "republished",
-    "lease_expired",
-    "worker_gone",
-    "deadline_failed",
-    "attempts_exhausted",
-    "promoted",
-    "proposals_expired",
-    "executions_resent",
-    "reservations_settled",
-    "agent_tasks_resent",
-    "agent_tasks_ended",
-)
-"""Every action of `cortex_reconciler_actions_total`: each is exposed (at 0) from the first
-scrape, so an alert on its rate sees a series before the first repair."""
+
 BUDGET_ALERTS = Counter(
     "cortex_budget_alerts",
     "Budget alerts fired (once per scope and window), by scope: global or tenant.",
@@ -335,11 +321,10 @@ def multiprocess_dir() -> str | None:
     return os.environ.get(MULTIPROC_DIR_ENV) or None
 
 
-def _expose_reconciler_actions() -> None:
-    """Creates each action's series of `cortex_reconciler_actions_total` (at 0 until the
-    reconciler acts; in multiprocess mode this process's file holds the zeros)."""
-    for action in RECONCILER_ACTION_NAMES:
-        RECONCILER_ACTIONS.labels(action)
+def expose_reconciler_actions(actions: Iterable[str]) -> None:
+    """Each action's series of `cortex_reconciler_actions_total`, at 0 before the first repair."""
+    for action in actions:
+        RECONCILER_ACTIONS.labels(str(action))
 
 
 def registry_for_scrape(extra: Sequence[Collector] = ()) -> CollectorRegistry:
@@ -348,7 +333,6 @@ def registry_for_scrape(extra: Sequence[Collector] = ()) -> CollectorRegistry:
 
     Build one per scrape: it is cheap, and `extra` collectors are registered on it only.
     """
-    _expose_reconciler_actions()
     registry = CollectorRegistry()
     path = multiprocess_dir()
     if path is not None:

@@ -56,12 +56,12 @@ def test_every_documented_family_is_exposed_without_a_key(client: Api) -> None:
 
 
 def test_every_reconciler_action_is_exposed_before_the_reconciler_acts(client: Api) -> None:
-    from cortex_workers.observability.metrics import RECONCILER_ACTION_NAMES
+    from cortex_workers.turns.reconcile import ACTIONS
 
     found = samples(client)
     actions = {s.labels["action"] for s in found if s.name == "cortex_reconciler_actions_total"}
-    assert actions >= set(RECONCILER_ACTION_NAMES)
-    assert len(RECONCILER_ACTION_NAMES) == 11
+    assert actions >= set(ACTIONS)
+    assert len(ACTIONS) == 11
 
 
 def test_queue_gauges_are_read_from_postgres_for_each_step_queue(client: Api) -> None:
