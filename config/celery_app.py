@@ -66,8 +66,10 @@ def _drain(how: str = "", **_: object) -> None:
 
 
 @worker_shutdown.connect
-def _worker_stops(**_: object) -> None:
+def _worker_stops(sender: object = None, **_: object) -> None:
     worker_hooks.on_worker_stop()
+    exitcode = getattr(sender, "exitcode", 0)
+    worker_hooks.exit_at_once(exitcode if isinstance(exitcode, int) else 0)
 
 
 @celeryd_init.connect
