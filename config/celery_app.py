@@ -66,8 +66,10 @@ def _drain(how: str = "", **_: object) -> None:
 
 
 @worker_shutdown.connect
-def _worker_stops(**_: object) -> None:
+def _worker_stops(sender: object = None, **_: object) -> None:
     worker_hooks.on_worker_stop()
+    exitcode = getattr(sender, "exitcode", 0)
+    worker_hooks.exit_at_once(exitcode if isinstance(exitcode, int) else 0)
 
 
 @celeryd_init.connect
@@ -79,7 +81,9 @@ def _early_log_format(**_: object) -> None:
 
 @after_setup_logger.connect
 def _root_log_format(logger: logging.Logger, loglevel: int, **_: object) -> None:
-    """`CORTEX_LOG_FORMAT=json`: one JSON object per line instead of Celery's text lines."""
+    """`CORTEX_LOG_FORMAT=json`: one JSON object per line instead of Celery's text lines; no
+    line per maintenance tick."""
+    worker_hooks.quiet_maintenance_logs()
     if worker_hooks.json_logs_requested():
         worker_hooks.use_json_root_logs(logger, loglevel)
 

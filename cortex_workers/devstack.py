@@ -13,6 +13,8 @@ import json
 import logging
 import os
 import socket
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,7 @@ class EmbeddedStack:
     redis_url: str = ""
     _pg: Any = field(default=None, repr=False)
     _valkey: Any = field(default=None, repr=False)
+    _guard: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
     def _valkey_state(self) -> Path:
@@ -62,9 +65,23 @@ class EmbeddedStack:
     def start(self) -> EmbeddedStack:
         """Start (or attach to) both servers; fills in `database_url` and `redis_url`."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        pg_was_running = self._postgres_running()
         self._start_postgres()
         self._start_valkey()
+        self._start_guard(pg=not pg_was_running)
         return self
+
+    def _start_guard(self, *, pg: bool) -> None:
+        """A process that stops the servers this one started when this one ends, even by
+        SIGKILL (see `embedded_guard`); attached servers are left to their owner."""
+        argv = [sys.executable, "-m", "cortex_workers.embedded_guard"]
+        if pg:
+            argv += ["--pg-data", str((self.data_dir / "pg").resolve())]
+        if self._valkey is not None and self._valkey._process is not None:
+            argv += ["--pid", str(self._valkey._process.pid)]
+        if len(argv) == 3:
+            return
+        self._guard = subprocess.Popen(argv, stdin=subprocess.PIPE, start_new_session=True)
 
     def attach(self) -> bool:
         """Attach to both servers if they are running for this data directory (a `dev` stack),
@@ -121,6 +138,16 @@ class EmbeddedStack:
 
     def stop(self) -> None:
         """Stop what this process started; attached servers keep running for their owner."""
+        try:
+            self._stop_servers()
+        finally:
+            if self._guard is not None:
+                assert self._guard.stdin is not None
+                self._guard.stdin.close()  # the guard finds the servers gone and exits
+                self._guard.wait(30)
+                self._guard = None
+
+    def _stop_servers(self) -> None:
         if self._valkey is not None:
             try:
                 self._valkey.stop()

@@ -50,6 +50,9 @@ FIRE_SCHEDULES: Final = task_name(Queue.MAINTENANCE, "fire_schedules")
 RUN_AGENT_TASK: Final = task_name(Queue.AGENTS, "run_agent_task")
 TAKE_OVER: Final = task_name(Queue.MAINTENANCE, "take_over")
 APPLY_RETENTION: Final = task_name(Queue.MAINTENANCE, "apply_retention")
+TICKS: Final = frozenset({RECONCILE, TAKE_OVER, SWEEP_JOBS, DISPATCH_WEBHOOKS, FIRE_SCHEDULES})
+"""Beat's every-second maintenance passes: they send no task events (Flower does not list
+them) and log no line of their own unless they did something (docs/operations.md)."""
 
 
 @dataclass(frozen=True, slots=True)

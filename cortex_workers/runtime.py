@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from .agents import AgentRegistry, load_agents
+from .agents.python import importable_from
 from .providers.limits import Health, RateLimiter
 from .providers.registry import ProviderRegistry
 from .redis_clients import sync_pool
@@ -111,7 +112,9 @@ class Runtime:
         default = (
             config.parent / "agents" if config is not None else DEFAULT_CONFIG.parent / "agents"
         )
-        return load_agents(Path(configured) if configured else default, self.settings.agents)
+        directory = Path(configured) if configured else default
+        importable_from(directory)  # a card's handler module may sit next to it
+        return load_agents(directory, self.settings.agents)
 
     def reload_tools(self) -> None:
         """Read tool modules and plugin manifests again (SIGHUP)."""

@@ -9,12 +9,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
 from . import monitor
 from .admin import create_key, key_is_valid, migrate, use_embedded_if_unset
+from .dev_checks import Readiness, busy_port
 from .queues import Queue
 from .settings import get_settings
 
@@ -56,23 +58,49 @@ class Child:
     """Variables for this child only, over the stack's."""
     proc: subprocess.Popen[bytes] | None = None
     restarts: int = 0
+    """Restarts in a row: back to 0 once the child has run `HEALTHY_S` before it exits."""
     next_start: float = 0.0
+    started_at: float = 0.0
 
     def start(self, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
             self.argv, env={**env, **self.env}, start_new_session=True, preexec_fn=die_with_parent
         )
+        self.started_at = time.monotonic()
         log.info("started %s (pid %d): %s", self.name, self.proc.pid, " ".join(self.argv[1:]))
 
-    def stop(self, timeout: float = 10.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def restart_delay(self, now: float) -> float:
+        """How long to wait before starting the child again: doubling from 0.5 s up to 30 s
+        while it keeps dying, from 0.5 s again after a healthy run."""
+        if now - self.started_at >= HEALTHY_S:
+            self.restarts = 0
+        return min(MAX_RESTART_DELAY_S, 0.5 * 2.0 ** min(self.restarts, 6))
+
+
+HEALTHY_S = 60.0
+"""A child that ran this long before it exited was healthy: its next restart comes quickly."""
+MAX_RESTART_DELAY_S = 30.0
+
+
+def stop_all(children: list[Child], *, timeout: float) -> None:
+    """SIGTERM to every child at once, then SIGKILL to those still running after `timeout`
+    (a worker with steps running drains them meanwhile; an idle one exits at once)."""
+    running = [c for c in children if c.running()]
+    for child in running:
+        assert child.proc is not None
+        child.proc.terminate()
+    deadline = time.monotonic() + timeout
+    while any(c.running() for c in running) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for child in running:
+        if child.running():
+            assert child.proc is not None
+            log.warning("%s still running after %.0fs; killing it", child.name, timeout)
+            child.proc.kill()
+            child.proc.wait(5)
 
 
 @dataclass
@@ -80,6 +108,11 @@ class Supervisor:
     children: list[Child]
     env: dict[str, str]
     stopping: bool = field(default=False)
+    stop_timeout_s: float = 25.0
+    """How long children get to stop: a worker's drain (`CORTEX_DRAIN_S`) and a little more."""
+    ready: Callable[[], list[str]] | None = None
+    """What does not answer yet (polled until it is empty, then `on_ready` is called)."""
+    on_ready: Callable[[], None] | None = None
 
     def _on_signal(self, signum: int, _: FrameType | None) -> None:
         log.info("received %s, stopping", signal.Signals(signum).name)
@@ -90,12 +123,22 @@ class Supervisor:
         signal.signal(signal.SIGTERM, self._on_signal)
         for child in self.children:
             child.start(self.env)
+        waiting = self.ready is not None
         while not self.stopping:
             time.sleep(0.5)
             for child in self.children:
                 self._keep_alive(child)
-        for child in reversed(self.children):
-            child.stop()
+            if waiting and not self.stopping:
+                waiting = self._still_waiting()
+        stop_all(self.children, timeout=self.stop_timeout_s)
+
+    def _still_waiting(self) -> bool:
+        assert self.ready is not None
+        if self.ready():
+            return True
+        if self.on_ready is not None:
+            self.on_ready()
+        return False
 
     def _keep_alive(self, child: Child) -> None:
         if child.proc is None or child.proc.poll() is None or self.stopping:
@@ -103,7 +146,7 @@ class Supervisor:
         now = time.monotonic()
         if child.next_start == 0.0:
             _forget_metrics_of(child.proc.pid)
-            delay = min(30.0, 0.5 * 2 ** min(child.restarts, 6))
+            delay = child.restart_delay(now)
             child.next_start = now + delay
             log.warning(
                 "%s exited with %s; restarting in %.1fs", child.name, child.proc.returncode, delay
@@ -169,7 +212,7 @@ def banner(
         where = data_dir / monitor.AUTH_FILE
         flower_line = f"Flower {url} as {auth.user}, password {auth.password} (also in {where})\n"
     return f"""
-cortex-workers is running: API {base} (docs {base}/docs), data in {data_dir}
+cortex-workers is ready: API {base} (docs {base}/docs), data in {data_dir}
 Chat page: {base}/ui (paste the API key below)
 Metrics of every process: {base}/metrics
 {flower_line}API key (also in {data_dir / "api-key"}):
@@ -217,9 +260,31 @@ def _stack_env(data_dir: Path) -> dict[str, str]:
     return env  # with CORTEX_LOG_FORMAT and OTEL_* as given
 
 
+def _busy_ports(host: str, port: int, flower_port: int | None) -> str | None:
+    """Why `dev` cannot start (a port it needs is held), or None."""
+    wanted = [("API", port, "--port")]
+    if flower_port is not None:
+        wanted.append(("Flower", flower_port, "--flower-port"))
+    for what, number, option in wanted:
+        busy = busy_port(what, host, number)
+        if busy is not None:
+            return busy.message(option)
+    return None
+
+
+def _readiness(host: str, port: int) -> Readiness:
+    settings = get_settings()
+    nodes = [q.replace(",", "-") for q in WORKER_QUEUES]
+    return Readiness(f"http://{host}:{port}", settings.broker_url or settings.redis_url, nodes)
+
+
 def run_dev(*, data_dir: Path, port: int, host: str, flower_port: int | None) -> int:
     """The whole stack, supervised, until SIGINT or SIGTERM; Flower unless `flower_port` is
-    None."""
+    None. Says it is ready once the API and a worker of every queue answer."""
+    busy = _busy_ports(host, port, flower_port)
+    if busy is not None:
+        print(busy, file=sys.stderr, flush=True)
+        return 2
     data_dir.mkdir(parents=True, exist_ok=True)
     stack = use_embedded_if_unset(data_dir)
     try:
@@ -235,8 +300,11 @@ def run_dev(*, data_dir: Path, port: int, host: str, flower_port: int | None) ->
             child, auth = _flower(data_dir, host, flower_port)
             children.append(child)
             flower = (f"http://{host}:{flower_port}", auth)
-        print(banner(key, host, port, data_dir, flower), flush=True)
-        Supervisor(children, env).run()
+        print(f"cortex-workers is starting: API, {len(WORKER_QUEUES)} workers, beat", flush=True)
+        supervisor = Supervisor(children, env, ready=_readiness(host, port).missing)
+        supervisor.stop_timeout_s = get_settings().drain_s + 5
+        supervisor.on_ready = lambda: print(banner(key, host, port, data_dir, flower), flush=True)
+        supervisor.run()
     finally:
         if stack is not None:
             stack.stop()

@@ -21,7 +21,7 @@ def example_of(page: str) -> str:
 def run_example(name: str, api: Api, tenant_key: str) -> tuple[str, list[str]]:
     """The page's text and the lines its example printed (it must exit 0)."""
     page = (DOCS / name).read_text()
-    env = {**os.environ, "CORTEX_URL": api.base_url, "CORTEX_API_KEY": tenant_key}
+    env = {**os.environ, "CW": api.base_url, "CW_KEY": tenant_key}  # as every page names them
     run = subprocess.run(
         [sys.executable, "-c", example_of(page)],
         env=env,

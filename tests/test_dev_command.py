@@ -181,3 +181,17 @@ def test_dev_keeps_one_token_secret_in_its_data_dir(
     assert dev_token_secret(tmp_path) == first  # tokens survive a restart
     monkeypatch.setenv("CORTEX_TOKEN_SECRET", "from-the-environment")
     assert dev_token_secret(tmp_path) == "from-the-environment"
+
+
+def test_the_restart_delay_grows_while_a_child_keeps_dying_and_resets_after_a_healthy_run() -> None:
+    from cortex_workers.supervisor import HEALTHY_S, Child
+
+    child = Child("worker", ["true"])
+    delays = []
+    for restarts in range(8):
+        child.restarts, child.started_at = restarts, 1000.0
+        delays.append(child.restart_delay(1000.0 + 1))  # died a second after its start
+    assert delays == [0.5, 1, 2, 4, 8, 16, 30, 30]
+    child.restarts, child.started_at = 12, 1000.0
+    assert child.restart_delay(1000.0 + HEALTHY_S + 1) == 0.5  # after a healthy hour, quick
+    assert child.restarts == 0

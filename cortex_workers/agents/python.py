@@ -1,14 +1,19 @@
 """Running a `python` agent's handler: `handler(input, ctx)` in a thread of its own, watched
-until it answers, raises, or its time is up (then its answer, if any, is ignored)."""
+until it answers, raises, or its time is up (then its answer, if any, is ignored). An
+`async def` handler is run to completion in that thread's own event loop."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import inspect
 import json
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 from ..messages import ErrorDoc, JsonObject
@@ -40,6 +45,14 @@ class Outcome:
 Handler = Callable[[JsonObject, AgentContext], Any]
 
 
+def importable_from(directory: Path) -> None:
+    """Handler modules may live next to their cards: the cards' directory goes last on the
+    import path (an installed package or the standard library of the same name wins)."""
+    where = str(directory.resolve())
+    if directory.is_dir() and where not in sys.path:
+        sys.path.append(where)
+
+
 def resolve(spec: str) -> Handler:
     """`module:function`, imported."""
     module, _, name = spec.partition(":")
@@ -47,6 +60,18 @@ def resolve(spec: str) -> Handler:
     if not callable(fn):
         raise TypeError(f"{spec} is not callable")
     return cast(Handler, fn)
+
+
+def _call(fn: Handler, input: dict[str, Any], ctx: AgentContext) -> Any:
+    """The handler's answer; an awaitable one (an `async def` handler) is awaited."""
+    answer = fn(input, ctx)
+    if inspect.isawaitable(answer):
+        return asyncio.run(_awaited(answer))
+    return answer
+
+
+async def _awaited(answer: Awaitable[Any]) -> Any:
+    return await answer
 
 
 def _jsonable(value: Any) -> Any:
@@ -74,7 +99,7 @@ def run_handler(
     except Exception as exc:
         return Outcome(TaskStatus.FAILED, error={"code": "agent_error", "message": f"{exc}"})
     pool = ThreadPoolExecutor(1, thread_name_prefix="agent")
-    future: Future[Any] = pool.submit(fn, input, ctx)
+    future: Future[Any] = pool.submit(_call, fn, input, ctx)
     pool.shutdown(wait=False)
     ends = time.monotonic() + timeout_s
     while not future.done():

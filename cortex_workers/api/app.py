@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from ..observability.tracing import configure_tracing, shutdown_tracing
 from ..redis_clients import async_client
 from ..runtime import Runtime, get_runtime
-from . import errors
+from . import docs_pages, errors
 from .limits import BodySizeLimit
 from .redaction import install_log_redaction
 from .routes import (
@@ -105,6 +105,8 @@ def create_app() -> FastAPI:
         version="0.1.0",
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served by docs_pages, with local assets
+        redoc_url=None,
         responses={code: {"model": ErrorOut} for code in (401, 404, 413, 422, 429, 503)},
         **_without_native_telemetry(),
     )
@@ -130,6 +132,7 @@ def create_app() -> FastAPI:
     for module in (*routers, compat):
         app.include_router(module.router)
     ui.mount(app)
+    docs_pages.mount(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.request_max_bytes)
     app.add_middleware(RequestTelemetry)  # outermost: measures the 413s too
     return app

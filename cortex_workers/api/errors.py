@@ -90,6 +90,33 @@ def _clean(errors: list[Any]) -> list[FieldError]:
     ]
 
 
+def _not_json(content_type: str | None) -> str | None:
+    """The request's media type when it is given and is not JSON (a form, plain text), else
+    None: FastAPI reads only a JSON body, so such a body fails validation as a whole."""
+    if not content_type:
+        return None
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media == "application/json" or media.endswith("+json"):
+        return None
+    return media[:100]
+
+
+async def _validation(request: Request, exc: Exception) -> JSONResponse:
+    """A 422 naming the first problem; for a body not sent as JSON, its Content-Type."""
+    assert isinstance(exc, RequestValidationError)
+    errors = _clean(list(exc.errors()))
+    first = errors[0] if errors else FieldError(loc=[], msg="invalid request", type="")
+    where = ".".join(str(p) for p in first["loc"])
+    message = f"{where}: {first['msg']}"
+    wrong_type = _not_json(request.headers.get("content-type"))
+    if wrong_type is not None and any(e["loc"][:1] == ["body"] for e in errors):
+        message = (
+            f"the body must be JSON, sent with Content-Type: application/json; this one "
+            f"came as Content-Type: {wrong_type} ({message})"
+        )
+    return error_response(422, "validation_error", message, errors)
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(CortexError)
     async def _cortex(_: Request, exc: CortexError) -> JSONResponse:
@@ -111,12 +138,7 @@ def install(app: FastAPI) -> None:
             429, exc.code, exc.message, exc.details, headers={"Retry-After": str(exc.retry_after_s)}
         )
 
-    @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = _clean(list(exc.errors()))
-        first = errors[0] if errors else FieldError(loc=[], msg="invalid request", type="")
-        where = ".".join(str(p) for p in first["loc"])
-        return error_response(422, "validation_error", f"{where}: {first['msg']}", errors)
+    app.add_exception_handler(RequestValidationError, _validation)
 
     @app.exception_handler(HTTPException)
     async def _http(_: Request, exc: HTTPException) -> JSONResponse:

@@ -38,7 +38,14 @@ class ProviderOut(BaseModel):
     available: bool
     reason: str | None = Field(description="Why the provider cannot be used, when it cannot.")
     default_model: str
-    models: list[str] = Field(description="Catalog model names and patterns it serves.")
+    models: list[str] = Field(
+        description="Catalog model names it serves (names a session may use)."
+    )
+    model_patterns: list[str] = Field(
+        default_factory=list,
+        description="Catalog patterns it serves (`gpt-*`): priced and described, never a "
+        "session's model.",
+    )
     base_url: str | None
     free: bool
     default: bool

@@ -113,3 +113,36 @@ def configure_logging(level: int | str = logging.INFO, fmt: LogFormat | str | No
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper() if isinstance(level, str) else level)
+
+
+QUIET_LOGGERS = ("celery.worker.strategy", "celery.app.trace", "celery.beat")
+"""Where Celery logs each task received, each task succeeded, and each task beat sends."""
+
+
+class QuietTicks(logging.Filter):
+    """Drops Celery's "received", "succeeded" and beat's "Sending due task" lines of the tasks
+    named (periodic maintenance, once a second each): their own lines say when they acted.
+    Lines of failures and of every other task pass."""
+
+    def __init__(self, task_names: frozenset[str]) -> None:
+        super().__init__()
+        self.task_names = task_names
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.INFO:
+            return True
+        data = getattr(record, "data", None)
+        if isinstance(data, dict):
+            return data.get("name") not in self.task_names
+        args = record.args
+        if record.name == "celery.beat" and isinstance(args, tuple) and len(args) == 2:
+            return args[1] not in self.task_names
+        return True
+
+
+def quiet_ticks(task_names: frozenset[str]) -> None:
+    """Installs `QuietTicks` on Celery's task loggers (once per process)."""
+    for name in QUIET_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, QuietTicks) for f in logger.filters):
+            logger.addFilter(QuietTicks(task_names))

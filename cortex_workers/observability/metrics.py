@@ -109,6 +109,7 @@ TOOL_DURATION = Histogram(
 RECONCILER_ACTIONS = Counter(
     "cortex_reconciler_actions", "Repairs made by the reconciler, by action.", ["action"]
 )
+
 BUDGET_ALERTS = Counter(
     "cortex_budget_alerts",
     "Budget alerts fired (once per scope and window), by scope: global or tenant.",
@@ -318,6 +319,12 @@ class _MultiProcessFactory(Protocol):
 def multiprocess_dir() -> str | None:
     """`PROMETHEUS_MULTIPROC_DIR` when multiprocess mode is on, else None."""
     return os.environ.get(MULTIPROC_DIR_ENV) or None
+
+
+def expose_reconciler_actions(actions: Iterable[str]) -> None:
+    """Each action's series of `cortex_reconciler_actions_total`, at 0 before the first repair."""
+    for action in actions:
+        RECONCILER_ACTIONS.labels(str(action))
 
 
 def registry_for_scrape(extra: Sequence[Collector] = ()) -> CollectorRegistry:

@@ -61,8 +61,8 @@ class Catalog:
         entries = {k: ModelSettings.model_validate(v) for k, v in raw.items()}
         for key, override in (overrides or {}).items():
             entries[key] = _merge(entries[key], override) if key in entries else override
-        self._exact = {k: _info(k, v) for k, v in entries.items() if not _is_pattern(k)}
-        patterns = [(k, _info(k, v)) for k, v in entries.items() if _is_pattern(k)]
+        self._exact = {k: _info(k, v) for k, v in entries.items() if not is_pattern(k)}
+        patterns = [(k, _info(k, v)) for k, v in entries.items() if is_pattern(k)]
         # The most specific pattern first: the longer its literal prefix, the more specific.
         self._patterns = sorted(patterns, key=lambda kv: -len(_literal_prefix(kv[0])))
 
@@ -85,7 +85,8 @@ class Catalog:
         return [*self._exact.values(), *(info for _, info in self._patterns)]
 
 
-def _is_pattern(name: str) -> bool:
+def is_pattern(name: str) -> bool:
+    """Whether `name` is an fnmatch pattern (`gpt-*`, `o[0-9]*`) rather than a model name."""
     return any(c in name for c in "*?[")
 
 

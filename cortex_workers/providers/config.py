@@ -54,10 +54,15 @@ class ProviderConfig:
     """Calls stay local (`providers.locality.is_local` decides when None)."""
     extra_headers: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def self_hosted(self) -> bool:
+        """An OpenAI-compatible server of our own (Ollama, vLLM, llama.cpp): a base URL, no key."""
+        return self.kind == "openai" and self.base_url is not None and not self.api_key
+
     def missing(self) -> str | None:
         """Why this provider cannot be used as configured, or None."""
         # A self-hosted OpenAI-compatible server (Ollama, vLLM, llama.cpp) may need no key.
-        keyless = self.kind == "openai" and self.base_url is not None
+        keyless = self.self_hosted
         if self.kind in ("openai", "anthropic") and not self.api_key and not keyless:
             env = "ANTHROPIC_API_KEY" if self.kind == "anthropic" else "OPENAI_API_KEY"
             return f"no API key: set {env} or [llm.providers.{self.name}].api_key"

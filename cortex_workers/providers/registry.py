@@ -17,8 +17,9 @@ from ..errors import TerminalError
 from ..llm_settings import ProviderSettings
 from ..settings import Settings
 from .base import ModelPrice, Provider
-from .catalog import Catalog, ModelInfo
+from .catalog import Catalog, ModelInfo, is_pattern
 from .config import ProviderConfig, ProviderFields
+from .reachability import unreachable
 
 BUILTIN: dict[str, ProviderFields] = {
     "scripted": {"kind": "scripted", "model": "scripted-1", "free": True},
@@ -58,6 +59,10 @@ class ProviderInfo:
     reason: str | None
     default_model: str
     models: tuple[str, ...]
+    """Model names a session may use."""
+    model_patterns: tuple[str, ...]
+    """Catalog patterns (`gpt-*`): what they match is priced and described, but a session
+    names a model, never a pattern."""
     base_url: str | None
     free: bool
 
@@ -248,17 +253,26 @@ class ProviderRegistry:
         return info.price
 
     def describe(self) -> list[ProviderInfo]:
+        """Every provider as `GET /v1/providers` shows it; a self-hosted server that does not
+        answer is unavailable (checked cheaply, remembered for a few seconds)."""
         out = []
         for name, config in self.configs.items():
             reason = self.unavailable(name)
+            if reason is None and config.self_hosted:
+                reason = unreachable(str(config.base_url))
+            models = self.catalog.models_of(name)
+            default = self.default_model(name)
+            if default and not is_pattern(default) and default not in models:
+                models.insert(0, default)  # a session may always name the default
             out.append(
                 ProviderInfo(
                     name=name,
                     kind=config.kind,
                     available=reason is None,
                     reason=reason,
-                    default_model=self.default_model(name),
-                    models=tuple(self.catalog.models_of(name)),
+                    default_model=default,
+                    models=tuple(m for m in models if not is_pattern(m)),
+                    model_patterns=tuple(m for m in models if is_pattern(m)),
                     base_url=config.base_url,
                     free=config.free,
                 )

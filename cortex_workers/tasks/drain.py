@@ -76,12 +76,26 @@ def _wait_while_held(seconds: float) -> int:
 def drain() -> None:
     rt = get_runtime()
     drain_s = rt.settings.drain_s
-    still = _wait_while_held(drain_s)
-    log.info("drain: %d steps still running after %.0fs", still, drain_s)
+    running = keeper(rt).held_count()
+    if not running:
+        log.info("drain: no step running; stopping now")
+        still = 0
+    else:
+        log.info("drain: waiting up to %.0fs for %d running steps to finish", drain_s, running)
+        started = time.monotonic()
+        still = _wait_while_held(drain_s)
+        if not still:
+            took = time.monotonic() - started
+            log.info("drain: the %d running steps finished in %.1fs; stopping", running, took)
     if still:
+        log.info("drain: %d of %d steps still running after %.0fs", still, running, drain_s)
         back = keeper(rt).hand_back()
         sent = publish(back)
-        log.info("drain: handed back %d steps (%d published)", len(back), sent)
+        log.info(
+            "drain: handed back %d steps (%d published): another worker resumes them",
+            len(back),
+            sent,
+        )
     liveness(rt).stop()
     if still and _wait_while_held(STUCK_GRACE_S):
         log.warning("drain: runners still stuck; exiting now (their steps are handed back)")

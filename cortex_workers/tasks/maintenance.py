@@ -3,6 +3,8 @@ turns, run by beat."""
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 
 from ..dispatch import publish, publish_execution
@@ -13,8 +15,10 @@ from ..turns.reconcile import take_over as sweep_dead_workers
 from ..turns.retention import apply_retention as delete_due
 from ..turns.schedules import fire_due
 
+log = logging.getLogger(__name__)
 
-@shared_task(name=RECONCILE, ignore_result=True)
+
+@shared_task(name=RECONCILE, ignore_result=True, send_events=False)
 def reconcile() -> None:
     done = sweep()
     publish(done.publish)
@@ -22,12 +26,15 @@ def reconcile() -> None:
         publish_execution(proposal_id)
 
 
-@shared_task(name=FIRE_SCHEDULES, ignore_result=True)
+@shared_task(name=FIRE_SCHEDULES, ignore_result=True, send_events=False)
 def fire_schedules() -> None:
-    publish(fire_due(get_runtime()))
+    fired = fire_due(get_runtime())
+    if fired:
+        log.info("schedules fired %d turns", len(fired))
+    publish(fired)
 
 
-@shared_task(name=TAKE_OVER, ignore_result=True)
+@shared_task(name=TAKE_OVER, ignore_result=True, send_events=False)
 def take_over() -> None:
     publish(sweep_dead_workers().publish)
 

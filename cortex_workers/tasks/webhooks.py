@@ -3,6 +3,7 @@ that publishes the due ones."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 from celery import shared_task
@@ -13,12 +14,17 @@ from ..runtime import get_runtime
 from ..turns.webhook_delivery import deliver as attempt
 from ..turns.webhook_delivery import take_due
 
+log = logging.getLogger(__name__)
+
 
 @shared_task(name=DELIVER_WEBHOOK, ignore_result=True)
 def deliver(delivery_id: str, attempts: int) -> None:
     attempt(uuid.UUID(delivery_id), attempts)
 
 
-@shared_task(name=DISPATCH_WEBHOOKS, ignore_result=True)
+@shared_task(name=DISPATCH_WEBHOOKS, ignore_result=True, send_events=False)
 def dispatch_webhooks() -> None:
-    publish_deliveries(take_due(get_runtime()))
+    due = take_due(get_runtime())
+    if due:
+        log.info("dispatching %d webhook deliveries", len(due))
+    publish_deliveries(due)

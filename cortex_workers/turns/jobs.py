@@ -36,6 +36,7 @@ from ..store.jobs import JobCallDoc
 from ..vocabulary import JobStatus, WebhookEventType
 from .guards.rate_limit import record_output_tokens, take_rate_limit
 from .job_spend import reserve_call
+from .observe import model_call
 from .spend import Admitted, settling
 
 log = logging.getLogger(__name__)
@@ -156,9 +157,16 @@ def _call(
     and the valid result (None when invalid)."""
     held = reserve_call(rt, (job.id, job.tenant_id, run, n), route, request)
     try:
-        with settling(rt, Admitted(route, request, held)) as bill:
+        with (
+            settling(rt, Admitted(route, request, held)) as bill,
+            model_call(route, request) as timed,  # gen_ai_client_* as a turn's calls
+        ):
             completion = collect(rt.providers.get(route.provider).stream(request))
             bill.paid(completion)
+            price = rt.providers.price(route.provider, route.model)
+            timed.answered(
+                completion, price.cost(completion.input_tokens, completion.output_tokens)
+            )
     except RetryableError as exc:  # counts as an attempt; the next one waits a little
         wait = exc.retry_after or rt.settings.retry_base_s * 2 ** (n - 1)
         time.sleep(min(wait, rt.settings.retry_max_s))

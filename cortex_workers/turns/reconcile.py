@@ -118,21 +118,39 @@ def take_over() -> Sweep:
     return sweep
 
 
+ACTIONS = (
+    "republished",
+    "lease_expired",
+    "worker_gone",
+    "deadline_failed",
+    "attempts_exhausted",
+    "promoted",
+    "proposals_expired",
+    "executions_resent",
+    "reservations_settled",
+    "agent_tasks_resent",
+    "agent_tasks_ended",
+)
+"""The `action` label values of `cortex_reconciler_actions_total`, in the order `_count` counts
+them (the API exposes each at 0 from its first scrape)."""
+
+
 def _count(sweep: Sweep) -> None:
     """`cortex_reconciler_actions_total`, by action."""
-    for action, n in (
-        ("republished", len(sweep.republished)),
-        ("lease_expired", sweep.lease_expired),
-        ("worker_gone", sweep.worker_gone),
-        ("deadline_failed", sweep.deadline_failed),
-        ("attempts_exhausted", len(sweep.failed) - sweep.deadline_failed),
-        ("promoted", len(sweep.promoted)),
-        ("proposals_expired", sweep.expired_proposals),
-        ("executions_resent", len(sweep.executions)),
-        ("reservations_settled", sweep.reservations_settled),
-        ("agent_tasks_resent", len(sweep.agents.resent)),
-        ("agent_tasks_ended", len(sweep.agents.ended)),
-    ):
+    counts = (
+        len(sweep.republished),
+        sweep.lease_expired,
+        sweep.worker_gone,
+        sweep.deadline_failed,
+        len(sweep.failed) - sweep.deadline_failed,
+        len(sweep.promoted),
+        sweep.expired_proposals,
+        len(sweep.executions),
+        sweep.reservations_settled,
+        len(sweep.agents.resent),
+        len(sweep.agents.ended),
+    )
+    for action, n in zip(ACTIONS, counts, strict=True):
         count_reconciler_action(action, n)
 
 

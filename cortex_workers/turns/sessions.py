@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session as Db
 
 from ..errors import InvalidRequest
 from ..messages import JsonObject
+from ..providers.catalog import is_pattern
 from ..routing import RouteSpec
 from ..runtime import Runtime
 from ..store import repo
@@ -53,6 +54,13 @@ def check_provider(rt: Runtime, spec: SessionSpec) -> None:
             details={"providers": rt.providers.names()},
         )
     provider, model = rt.providers.resolve(spec.provider, spec.model)
+    if is_pattern(model):
+        raise InvalidRequest(
+            f"model {model!r} is a pattern of the model catalog, not a model: name one model "
+            f"(e.g. {rt.providers.default_model(provider)!r}); see GET /v1/providers",
+            code="invalid_model",
+            details={"provider": provider, "model": model},
+        )
     reason = rt.providers.unavailable(provider)
     if reason is not None:
         raise InvalidRequest(

@@ -1,8 +1,9 @@
 """The agent cards of a test run, set up when the root conftest is imported (before any worker
 or API starts): tests/agents/cards, plus A2A cards pointing at the loopback A2A server of
-tests/agents/a2a_server.py, in a directory of this run named by CORTEX_AGENTS_DIR. The workers
-import the handlers (tests/agents/handlers.py) as `agents.handlers`: the tests directory is on
-their PYTHONPATH."""
+tests/agents/a2a_server.py, and the shipped example of examples/agents (docs/agents.md), in a
+directory of this run named by CORTEX_AGENTS_DIR. The workers import the test handlers
+(tests/agents/handlers.py) as `agents.handlers` (the tests directory is on their PYTHONPATH),
+and the example's handler from the cards' directory, as a user's would be."""
 
 from __future__ import annotations
 
@@ -14,11 +15,15 @@ from pathlib import Path
 from support import free_port
 
 CARDS = Path(__file__).resolve().parent / "cards"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agents"
 A2A_PORT = free_port()
 DIRECTORY = Path(tempfile.mkdtemp(prefix="cortex-agent-cards-"))
 
 for card in CARDS.glob("*.yaml"):
     shutil.copy(card, DIRECTORY / card.name)
+# the example agent of docs/agents.md, as a user installs it: card and handler side by side
+for shipped in (*EXAMPLES.glob("*.yaml"), *EXAMPLES.glob("*.py")):
+    shutil.copy(shipped, DIRECTORY / shipped.name)
 for name, mode, private in (
     ("translator", "foreground", True),
     ("translator_bg", "background", True),

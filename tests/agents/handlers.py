@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
-
-
-def slow_research(input: dict[str, Any], ctx: Any) -> str:
-    """Five seconds of 'research', reporting progress each second."""
-    for i in range(5):
-        ctx.progress(i / 5, f"reading source {i + 1}")
-        time.sleep(1)
-    return f"RESEARCH RESULT for {input['task']}: 42 sources agree"
 
 
 def quick_lookup(input: dict[str, Any], ctx: Any) -> dict[str, Any]:
@@ -26,3 +19,10 @@ def sleepy(input: dict[str, Any], ctx: Any) -> str:
     ctx.progress(0.0, "sleeping")
     time.sleep(float(input.get("seconds", 30)))
     return "woke up"
+
+
+async def async_lookup(input: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """An `async def` handler: awaited, its answer stored like a plain one's."""
+    await asyncio.sleep(0.05)
+    ctx.progress(0.5, "half way")
+    return {"answer": f"async lookup of {input['task']}"}

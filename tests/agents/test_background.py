@@ -31,7 +31,7 @@ def test_the_answer_arrives_later_as_a_new_assistant_message(client: Api) -> Non
 
     task = follow_up_of(client, sid)
     assert task["status"] == "completed"
-    assert task["result"] == "RESEARCH RESULT for quantum batteries: 42 sources agree"
+    assert task["result"] == "Research on quantum batteries: 5 sources read, and they agree."
     assert task["progress"]["fraction"] == 1.0
     assert all(t["finished_at"] < task["finished_at"] for t in chat)  # answered meanwhile
 

@@ -86,6 +86,16 @@ def test_a_python_agent_in_the_foreground_answers_with_json(client: Api) -> None
     assert task["follow_up_turn_id"] is None
 
 
+def test_an_async_python_agent_is_awaited_and_its_answer_stored(client: Api) -> None:
+    sid = _parent(client, "async_lookup", {"task": "the speed of light"})
+    turn = client.wait_turn(client.submit(sid, "look it up"))
+    assert turn["status"] == "done"
+    (task,) = client.http.get(f"/v1/sessions/{sid}/tasks").json()
+    assert task["status"] == "completed", task["error"]
+    assert task["result"] == {"answer": "async lookup of the speed of light"}
+    assert task["progress"] == {"fraction": 1.0, "note": "done"}
+
+
 def test_invalid_arguments_are_an_error_the_model_reads(client: Api) -> None:
     sid = _parent(client, "lookup", {"question": "no task given"})
     turn = client.wait_turn(client.submit(sid, "look it up"))

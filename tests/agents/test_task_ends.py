@@ -82,7 +82,7 @@ def test_a_sigkilled_agents_worker_gives_one_result_and_one_follow_up(
     workers.start("agents")
     task = follow_up_of(client, sid, timeout=90)
     assert task["status"] == "completed"
-    assert task["result"] == "RESEARCH RESULT for resilience: 42 sources agree"
+    assert task["result"] == "Research on resilience: 5 sources read, and they agree."
     # the redelivered message and the reconciler's re-send ran the task again, once
     wait_until(lambda: client.turn(task["follow_up_turn_id"])["status"] == "done")
     (only,) = tasks(client, sid)

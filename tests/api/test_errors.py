@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -69,6 +70,27 @@ def test_a_body_that_is_not_utf8_is_400_in_shape(client: Api, sid: str, raw: byt
     assert_error(r, 400, "bad_request")
     r = client.http.post("/v1/sessions", content=raw, headers=headers)
     assert_error(r, 400, "bad_request")
+
+
+@pytest.mark.parametrize(
+    ("content_type", "raw"),
+    [
+        ("application/x-www-form-urlencoded", b"content=hello"),
+        ("text/plain", b'{"content": "hello"}'),
+        ("multipart/form-data; boundary=x", b"--x\r\n\r\nhello\r\n--x--\r\n"),
+    ],
+)
+def test_a_body_that_is_not_sent_as_json_is_422_naming_the_content_type(
+    client: Api, sid: str, content_type: str, raw: bytes
+) -> None:
+    r = client.http.post(
+        f"/v1/sessions/{sid}/turns", content=raw, headers={"Content-Type": content_type}
+    )
+    err = assert_error(r, 422, "validation_error")
+    media = content_type.split(";")[0]
+    assert f"Content-Type: {media}" in err["message"], err
+    assert "application/json" in err["message"], err
+    assert client.messages(sid) == []
 
 
 def test_a_json_array_instead_of_an_object_is_422(client: Api, sid: str) -> None:
@@ -162,6 +184,20 @@ def test_an_unknown_provider_is_422_and_lists_the_known_ones(client: Api) -> Non
     err = assert_error(r, 422, "unknown_provider")
     assert "scripted" in err["details"]["providers"]
     assert "no-such-provider" not in err["details"]["providers"]
+
+
+@pytest.mark.parametrize(
+    ("provider", "model"), [("ollama", "llama3.1*"), ("openai", "gpt-*"), (None, "o[0-9]*")]
+)
+def test_a_model_pattern_is_not_a_model(client: Api, provider: str | None, model: str) -> None:
+    body = {"model": model} | ({"provider": provider} if provider else {})
+    err = assert_error(client.http.post("/v1/sessions", json=body), 422, "invalid_model")
+    assert f"model {model!r} is a pattern" in err["message"], err
+    assert err["details"]["model"] == model
+    listed = client.http.get("/v1/providers").json()
+    ollama = next(p for p in listed if p["name"] == "ollama")
+    assert "llama3.1*" in ollama["model_patterns"]
+    assert not [m for p in listed for m in p["models"] if any(c in m for c in "*?[")]
 
 
 def test_an_unknown_tool_is_422_and_names_it(client: Api) -> None:
@@ -481,6 +517,21 @@ def test_docs_and_openapi_list_every_route_of_the_design(anon: httpx.Client) -> 
     for path, methods in DESIGN_PATHS.items():
         assert path in paths, f"{path} missing from /openapi.json: {sorted(paths)}"
         assert methods <= set(paths[path]), (path, sorted(paths[path]))
+
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_docs_pages_load_every_asset_from_the_api_itself(anon: httpx.Client, page: str) -> None:
+    """Offline, a page that loads a script or a style from a CDN is blank."""
+    html = anon.get(page)
+    assert html.status_code == 200 and "text/html" in html.headers["content-type"]
+    assets = re.findall(r'(?:src|href)=["\']([^"\']+)["\']', html.text)
+    assert assets, html.text
+    for url in assets:
+        assert url.startswith("/"), f"{page} loads {url} from elsewhere"
+        asset = anon.get(url)
+        assert asset.status_code == 200, url
+        assert len(asset.content) > 100, url
+    assert "@import" not in html.text and "//fonts." not in html.text
 
 
 # --- hostile bodies ----------------------------------------------------------------------------

@@ -55,6 +55,15 @@ def test_every_documented_family_is_exposed_without_a_key(client: Api) -> None:
     assert documented_families() <= declared(response.text)
 
 
+def test_every_reconciler_action_is_exposed_before_the_reconciler_acts(client: Api) -> None:
+    from cortex_workers.turns.reconcile import ACTIONS
+
+    found = samples(client)
+    actions = {s.labels["action"] for s in found if s.name == "cortex_reconciler_actions_total"}
+    assert actions >= set(ACTIONS)
+    assert len(ACTIONS) == 11
+
+
 def test_queue_gauges_are_read_from_postgres_for_each_step_queue(client: Api) -> None:
     found = samples(client)
     for name in ("cortex_queue_depth", "cortex_queue_oldest_age_seconds", "cortex_steps_in_flight"):

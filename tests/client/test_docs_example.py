@@ -30,3 +30,14 @@ def test_the_client_examples_print_what_the_page_says(api: Api, tenant_key: str,
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout == printed
+
+
+def test_every_page_names_the_server_and_the_key_alike() -> None:
+    """`CW` and `CW_KEY`, as `cortex-workers dev` prints them; and where a page runs Python,
+    it says which Python (the project's environment has the package and its libraries)."""
+    for page in sorted(DOC.parent.glob("*.md")):
+        text = page.read_text()
+        for other in ("CORTEX_URL", "CORTEX_API_KEY"):
+            assert other not in text, f"{page.name} names {other}; every page uses CW / CW_KEY"
+        if "os.environ" in text and "```python" in text:
+            assert ".venv/bin/python" in text, f"{page.name} does not say which Python runs it"

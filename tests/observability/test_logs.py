@@ -98,3 +98,29 @@ def test_an_unknown_log_format_is_refused_with_the_choices(
     monkeypatch.setenv("CORTEX_LOG_FORMAT", "xml")
     with pytest.raises(ValueError, match="use text or json"):
         logs.log_format_from_env()
+
+
+def test_maintenance_ticks_leave_no_line_but_their_failures_and_other_tasks_do() -> None:
+    import logging
+
+    from cortex_workers.observability.logs import QuietTicks
+    from cortex_workers.queues import RECONCILE, RUN_MODEL_STEP, TICKS
+
+    quiet = QuietTicks(TICKS)
+
+    def record(logger: str, level: int, msg: str, args: object, data: object = None) -> bool:
+        rec = logging.LogRecord(logger, level, __file__, 1, msg, None, None)
+        rec.args = args  # type: ignore[assignment]
+        if data is not None:
+            rec.data = data
+        return quiet.filter(rec)
+
+    tick, step = {"name": RECONCILE, "id": "x"}, {"name": RUN_MODEL_STEP, "id": "y"}
+    received = "Task %(name)s[%(id)s] received"
+    assert not record("celery.worker.strategy", logging.INFO, received, tick, tick)
+    assert not record("celery.app.trace", logging.INFO, "Task %(name)s succeeded", tick, tick)
+    due = "Scheduler: Sending due task %s (%s)"
+    assert not record("celery.beat", logging.INFO, due, ("reconcile", RECONCILE))
+    assert record("celery.beat", logging.INFO, due, ("retention", "cortex.maintenance.x"))
+    assert record("celery.worker.strategy", logging.INFO, received, step, step)
+    assert record("celery.app.trace", logging.ERROR, "Task %(name)s raised", tick, tick)

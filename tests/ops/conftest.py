@@ -19,7 +19,7 @@ def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     proc = start_dev(data_dir, port=port, flower_port=flower_port, log=log, env=dev_env())
     base, flower = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{flower_port}"
     try:
-        key, auth = ready_stack(data_dir, base=base, flower=flower)
+        key, auth = ready_stack(data_dir, base=base, flower=flower, log=log)
         headers = {"Authorization": f"Bearer {key}"}
         with httpx.Client(base_url=base, headers=headers, timeout=30) as api:
             yield DevStack(data_dir, api, flower, auth, log)

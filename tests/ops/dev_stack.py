@@ -96,18 +96,23 @@ def flower_up(url: str, auth: tuple[str, str]) -> bool:
     return names >= set(QUEUE_NODES)
 
 
-def _reconciled(url: str, auth: tuple[str, str]) -> bool:
-    tasks = httpx.get(f"{url}/api/tasks", auth=auth, timeout=5).json().values()
-    return any(t["name"] == "cortex.maintenance.reconcile" for t in tasks)
+EVENTS_ON = "Events of group {task} enabled by remote."
+"""What each worker logs when Flower's broadcast turns its task events on."""
 
 
-def ready_stack(data_dir: Path, *, base: str, flower: str) -> tuple[str, tuple[str, str]]:
+def _events_on(log: Path) -> bool:
+    return log.read_text(errors="replace").count(EVENTS_ON) >= len(QUEUE_NODES)
+
+
+def ready_stack(
+    data_dir: Path, *, base: str, flower: str, log: Path
+) -> tuple[str, tuple[str, str]]:
     """Waits for the API and for Flower to see every worker online; (API key, Flower auth)."""
     wait_until(lambda: api_ready(base), timeout=120, interval=0.5, what="dev stack ready")
     user, _, password = (data_dir / "flower-auth").read_text().strip().partition(":")
     auth = (user, password)
     wait_until(lambda: flower_up(flower, auth), timeout=90, interval=0.5, what="flower")
-    # task events are on in every worker once Flower's broadcast turning them on arrived: a
-    # task of beat's reconciler shows it (they all get the broadcast at once)
-    wait_until(lambda: _reconciled(flower, auth), timeout=60, interval=0.5, what="task events")
+    # task events are on in every worker once Flower's broadcast turning them on arrived
+    # (beat's maintenance ticks send none, so no task of theirs would show it)
+    wait_until(lambda: _events_on(log), timeout=60, interval=0.5, what="task events")
     return (data_dir / "api-key").read_text().strip(), auth

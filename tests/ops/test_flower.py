@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import httpx
 from ops.dev_stack import QUEUE_NODES, DevStack, flower_up
 from support import dev_env, free_port, wait_until
+
+from cortex_workers.queues import TICKS
 
 
 def test_flower_answers_only_with_the_credentials(dev_stack: DevStack) -> None:
@@ -35,9 +38,13 @@ def test_flower_shows_a_turns_tasks_by_name_with_their_ids_and_no_content(
     sid, tid = dev_stack.two_tool_turn()
 
     def tasks_of_turn() -> list[dict[str, str]]:
-        tasks = dev_stack.flower_get("/api/tasks").values()
+        tasks = latest_200().values()
         mine = [t for t in tasks if f"turn={tid}" in (t.get("args") or "")]
         return mine if len(mine) >= 4 else []
+
+    def latest_200() -> dict[str, dict[str, str]]:
+        """What Flower's task list shows first."""
+        return dict(dev_stack.flower_get("/api/tasks", limit=200, sort_by="-received"))
 
     tasks = wait_until(tasks_of_turn, timeout=30, interval=0.5, what="the turn's tasks in Flower")
     names = sorted(t["name"] for t in tasks)
@@ -49,6 +56,18 @@ def test_flower_shows_a_turns_tasks_by_name_with_their_ids_and_no_content(
         assert task["state"] == "SUCCESS"
     every = dev_stack.flower_get("/api/tasks").values()
     assert not [t for t in every if "2**10" in f"{t.get('args')}{t.get('kwargs')}"]
+    # beat's maintenance ticks (every second each) do not flood the list
+    assert not [t for t in latest_200().values() if t["name"] in TICKS]
+
+
+def test_an_idle_stack_writes_at_most_a_few_lines(dev_stack: DevStack) -> None:
+    """Beat's maintenance passes run every second; an idle stack logs none of them."""
+    time.sleep(3)  # let what came before settle
+    before = dev_stack.log.read_text(errors="replace").splitlines()
+    time.sleep(10)  # ten ticks of each pass
+    after = dev_stack.log.read_text(errors="replace").splitlines()
+    new = after[len(before) :]
+    assert len(new) <= 3, "\n".join(new[:20])
 
 
 def test_flower_shows_every_queue_on_the_broker(dev_stack: DevStack) -> None:

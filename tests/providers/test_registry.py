@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import free_port
 
+from cortex_workers.providers import reachability
 from cortex_workers.providers.registry import ConfigError, ProviderRegistry, Route
 from cortex_workers.settings import Settings
 
@@ -35,6 +38,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     empty = tmp_path / "empty.toml"
     empty.write_text("")
     monkeypatch.setenv("CORTEX_CONFIG", str(empty))
+    reachability.forget()
 
 
 def registry(**values: Any) -> ProviderRegistry:
@@ -49,11 +53,35 @@ def from_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> Pro
 
 
 def test_a_provider_without_its_secret_is_unavailable_with_the_reason() -> None:
-    infos = {p.name: p for p in registry().describe()}
+    with socket.create_server(("127.0.0.1", 0)) as ollama:
+        url = f"http://127.0.0.1:{ollama.getsockname()[1]}/v1"
+        infos = {p.name: p for p in registry(ollama_base_url=url).describe()}
     assert infos["scripted"].available and infos["ollama"].available
     assert not infos["openai"].available and "OPENAI_API_KEY" in (infos["openai"].reason or "")
     assert "ANTHROPIC_API_KEY" in (infos["anthropic"].reason or "")
     assert "AZURE_OPENAI" in (infos["azure_openai"].reason or "")
+
+
+def test_a_self_hosted_server_that_does_not_answer_is_unavailable_and_says_where() -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    infos = {p.name: p for p in registry(ollama_base_url=url).describe()}
+    assert not infos["ollama"].available
+    assert f"no server answers at {url}" in (infos["ollama"].reason or "")
+    assert infos["scripted"].available
+    # remembered for a while: a second listing makes no new connection
+    with socket.create_server(("127.0.0.1", int(url.split(":")[2].split("/")[0]))):
+        again = {p.name: p for p in registry(ollama_base_url=url).describe()}
+        assert not again["ollama"].available
+        reachability.forget()
+        fresh = {p.name: p for p in registry(ollama_base_url=url).describe()}
+        assert fresh["ollama"].available
+
+
+def test_the_listing_separates_model_names_from_catalog_patterns() -> None:
+    infos = {p.name: p for p in registry().describe()}
+    assert "llama3.1*" in infos["ollama"].model_patterns
+    assert "gpt-*" in infos["openai"].model_patterns
+    assert not [m for p in infos.values() for m in p.models if any(c in m for c in "*?[")]
 
 
 def test_environment_variables_configure_the_builtin_providers(
@@ -72,7 +100,9 @@ def test_environment_variables_configure_the_builtin_providers(
     ):
         monkeypatch.setenv(name, value)
     reg = ProviderRegistry(Settings())
-    assert all(p.available for p in reg.describe())
+    with socket.create_server(("127.0.0.1", 0)) as ollama:  # a self-hosted server answers
+        monkeypatch.setenv("OLLAMA_BASE_URL", f"http://127.0.0.1:{ollama.getsockname()[1]}/v1")
+        assert all(p.available for p in ProviderRegistry(Settings()).describe())
     openai = reg.configs["openai"]
     assert (openai.api_key, openai.base_url, openai.model) == (
         "sk-test",

@@ -112,3 +112,26 @@ def test_a_turn_counts_its_end_its_steps_tool_calls_and_tokens(
         what="the duplicate delivery to be counted",
     )
     assert delta("cortex_turns_total", status="done") == 1  # once per turn
+
+
+def test_a_jobs_model_calls_are_counted_like_a_turns(
+    client: Api, workers: Workers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = f"job-metrics-{uuid.uuid4().hex[:8]}"
+    schema = {"type": "object", "required": ["ok"], "properties": {"ok": {"type": "boolean"}}}
+    script = [{"text": "not json"}, {"text": '{"ok": true}'}]
+    body = {"instructions": "Answer ok.", "input": "x", "result_schema": schema}
+    body |= {"provider": "scripted", "model": model, "metadata": {"script": script}}
+    r = client.http.post("/v1/jobs", json=body)
+    assert r.status_code == 202, r.text
+    job_id = r.json()["id"]
+    wait_until(
+        lambda: client.http.get(f"/v1/jobs/{job_id}").json()["status"] == "succeeded",
+        timeout=30,
+        what="the job",
+    )
+    found = _scrape(workers, monkeypatch)
+    calls = "gen_ai_client_operation_duration_seconds_count"
+    assert _sum(found, calls, gen_ai_request_model=model, error_type="") == 2  # invalid, valid
+    tokens = "gen_ai_client_token_usage_count"
+    assert _sum(found, tokens, gen_ai_request_model=model) == 4  # input and output of each

@@ -50,6 +50,7 @@ def providers(rt: RuntimeDep, _: TenantDep) -> list[ProviderOut]:
                 reason=p.reason,
                 default_model=p.default_model,
                 models=list(p.models),
+                model_patterns=list(p.model_patterns),
                 base_url=p.base_url,
                 free=p.free,
                 default=p.name == registry.default_provider(),

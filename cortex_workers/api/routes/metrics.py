@@ -15,9 +15,15 @@ from fastapi import APIRouter, Header
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from ...observability.metrics import QueueStatsCollector, metrics_token, render_latest
+from ...observability.metrics import (
+    QueueStatsCollector,
+    expose_reconciler_actions,
+    metrics_token,
+    render_latest,
+)
 from ...runtime import Runtime
 from ...store.queue_stats import read_queue_stats
+from ...turns.reconcile import ACTIONS as RECONCILER_ACTIONS
 from ..deps import RuntimeDep
 from ..errors import error_response
 
@@ -25,6 +31,7 @@ router = APIRouter(tags=["meta"])
 
 
 def _scrape(rt: Runtime) -> tuple[bytes, str]:
+    expose_reconciler_actions(RECONCILER_ACTIONS)
     return render_latest([QueueStatsCollector(partial(read_queue_stats, rt.db))])
 
 
