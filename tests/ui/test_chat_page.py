@@ -47,7 +47,7 @@ def test_chat_with_tools_a_proposal_and_a_reload_mid_answer(
     page.get_by_role("button", name="Open", exact=True).click()
     # a tenant without sessions finds the new-session form open
     expect(page.get_by_text("No sessions yet")).to_be_visible()
-    page.get_by_label("Name").fill("browser test")
+    page.get_by_label("Name", exact=True).fill("browser test")
     page.get_by_label("Metadata").fill(json.dumps({"script": SCRIPT}))
     page.get_by_role("button", name="Create").click()
     expect(page.get_by_role("heading", name="browser test")).to_be_visible()

@@ -59,7 +59,7 @@ def _create_from_the_form(page: Page) -> None:
         expect(tools.get_by_role("checkbox", name=name, exact=True)).to_have_count(0)
     expect(tools.get_by_role("checkbox", name="calculate", exact=True)).to_be_checked()
     expect(tools.get_by_role("checkbox", name="slow_tool", exact=True)).not_to_be_checked()
-    page.get_by_label("Name").fill("first hour")
+    page.get_by_label("Name", exact=True).fill("first hour")
     page.get_by_role("button", name="Use a demo script").click()
     expect(page.get_by_label("Metadata")).to_have_value(re.compile('"script"'))
     page.get_by_role("button", name="Create").click()

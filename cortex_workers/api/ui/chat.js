@@ -41,6 +41,7 @@ export class ChatView {
     this.renderHistory(messages, active ? active.id : null);
     for (const proposal of proposals) this.showProposal(proposal, proposal.turn_id);
     if (active) this.setCurrent(active.id, active.status);
+    this.scrollToEnd();
     this.summarizeHistory(active ? active.id : null);
     // The running turn is streamed from its start: its stored steps are not drawn twice.
     await this.connect(active ? `${active.seq}:0-0` : null);
@@ -139,7 +140,22 @@ export class ChatView {
     const view = this.turn(data.turn);
     if (!known) this.introduce(view);
     if (!ENDED.has(this.statusOf(data.turn))) this.setCurrent(data.turn, "running");
+    const follow = this.atBottom();
     this.apply(view, name, data);
+    if (follow) this.scrollToEnd();
+  }
+
+  /** The reader is at the end of the conversation (so new text keeps it in view). */
+  atBottom() {
+    const box = this.ui.transcript;
+    return box.scrollHeight - box.scrollTop - box.clientHeight < 80;
+  }
+
+  scrollToEnd() {
+    // after the next frame, when streamed Markdown has been drawn
+    requestAnimationFrame(() => requestAnimationFrame(() => {
+      this.ui.transcript.scrollTop = this.ui.transcript.scrollHeight;
+    }));
   }
 
   /** A turn first seen on the stream: posted elsewhere, or a follow-up with no message. */
@@ -223,6 +239,7 @@ export class ChatView {
     view.setSeq(accepted.seq);
     view.user(content);
     this.ui.transcript.append(view.node); // after anything already shown
+    this.scrollToEnd();
     if (!this.current || ENDED.has(this.current.status)) this.setCurrent(accepted.id, accepted.status);
     return accepted;
   }

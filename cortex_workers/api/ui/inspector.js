@@ -8,6 +8,13 @@ import { duration, placeSteps, ticks } from "./waterfall.js";
 
 const NOTABLE = new Set(["retry", "fallback", "rate_limited", "budget", "redaction", "anomaly",
   "recovery", "failure", "handoff"]);
+const ROUTINE_BUDGET = new Set(["reserved", "settled"]); // every model call's; not marked
+
+function notable(event, step) {
+  if (event.kind === "budget") return !ROUTINE_BUDGET.has(event.data && event.data.action);
+  if (event.kind === "route") return step.attempt > 1; // a retried step's later routes
+  return NOTABLE.has(event.kind);
+}
 
 /** A percentage of the axis, for CSSOM positions (never an inline style attribute). */
 function pct(value, total) {
@@ -59,7 +66,7 @@ function stepRow(row, total) {
     title: `${step.kind} step ${step.step_no}: ran ${duration(run)}` });
   track.append(place(bar, row.start, Math.max(run, total / 400), total));
   for (const event of events) {
-    if (!NOTABLE.has(event.kind) && !(event.kind === "route" && step.attempt > 1)) continue;
+    if (!notable(event, step)) continue;
     track.append(place(el("span", { class: `wf-mark mark-${event.kind}`, title: `${event.kind}: ${facts(event.data)}` }),
       event.t, null, total));
   }

@@ -90,7 +90,7 @@ export class SessionList {
 
 function toolBox(tool) {
   const id = `tool-${tool.name}`;
-  const restricted = tool.allowed_sessions ? ` (only sessions named ${tool.allowed_sessions.join(", ")})` : "";
+  const restricted = tool.allowed_sessions ? ` (only for sessions matching ${tool.allowed_sessions.join(", ")})` : "";
   const input = el("input", { type: "checkbox", id, name: "tools", value: tool.name,
     checked: tool.source === "builtin" && !tool.allowed_sessions ? "" : null });
   return el("label", { for: id, title: tool.description }, input, `${tool.name}${restricted}`);
