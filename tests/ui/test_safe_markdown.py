@@ -13,7 +13,7 @@ from ui.page_support import new_tab, shoot
 
 HOSTILE = (
     "Here is **bold**, *emphasis*, `code` and [a link](https://example.org/).\n\n"
-    '<img src=x onerror="document.body.dataset.pwned=\'img\'">\n'
+    "<img src=x onerror=\"document.body.dataset.pwned='img'\">\n"
     "<script>document.body.dataset.pwned='script'</script>\n"
     "[click me](javascript:document.body.dataset.pwned='link')\n\n"
     "```\n<b>not bold</b>\n```"
@@ -26,7 +26,7 @@ def _shown_as_text(page: Page, answer: Locator) -> None:
     expect(answer.get_by_role("link", name="a link")).to_have_attribute(
         "href", "https://example.org/"
     )
-    expect(answer).to_contain_text('<img src=x onerror="document.body.dataset.pwned=\'img\'">')
+    expect(answer).to_contain_text("<img src=x onerror=\"document.body.dataset.pwned='img'\">")
     expect(answer).to_contain_text("<script>document.body.dataset.pwned='script'</script>")
     expect(answer.locator("pre")).to_have_text("<b>not bold</b>")
     expect(answer.get_by_role("link", name="click me")).to_have_count(0)
