@@ -42,7 +42,7 @@ function mintWith(api, sessionId) {
   return async () => (await api.post(`/v1/sessions/${sessionId}/tokens`, { ttl_s: 3600, scope: "chat" })).token;
 }
 
-async function openSession(api, sessionId, { canChat, streamToken }) {
+async function openSession(api, sessionId, { canChat, streamToken, withKey = false }) {
   if (chat) chat.close();
   ui.notice("");
   $("chat").hidden = false;
@@ -51,7 +51,7 @@ async function openSession(api, sessionId, { canChat, streamToken }) {
   $("read-only").hidden = canChat;
   if (sessions) sessions.draw();
   const onInspect = (view) => inspectTurn(api, $("inspector"), view.id);
-  chat = new ChatView({ api, sessionId, streamToken, canChat, ui, onInspect });
+  chat = new ChatView({ api, sessionId, streamToken, canChat, ui, onInspect, withKey });
   try {
     await chat.open();
   } catch (error) {
@@ -104,7 +104,7 @@ async function startWithKey(key) {
   };
   const show = () => {
     const { session } = route();
-    if (session) openSession(api, session, { canChat: true, streamToken: mintWith(api, session) });
+    if (session) openSession(api, session, { canChat: true, streamToken: mintWith(api, session), withKey: true });
     else {
       $("chat").hidden = true;
       $("no-session").hidden = false;

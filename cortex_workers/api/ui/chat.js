@@ -8,15 +8,17 @@ const EVENTS = ["token", "tool_call", "tool_progress", "proposal", "tool_result"
   "message", "error", "done", "task", "agent_started", "agent_done"];
 const ENDED = new Set(["done", "failed", "cancelled"]);
 const SUMMARIZED_TURNS = 50; // a reload reads the ending of at most this many recent turns
+const RECENT_TASKS = 5;
 
 export class ChatView {
   /**
    * `api`: an Api (key or token); `streamToken()`: a session token for EventSource (a new one
    * when the last expired, or null when none can be had); `canChat`: may post and decide;
-   * `onInspect(turnView)`: opens the turn inspector.
+   * `onInspect(turnView)`: opens the turn inspector; `withKey`: the API key is at hand (so
+   * the session's background tasks can be read).
    */
-  constructor({ api, sessionId, streamToken, canChat, ui, onInspect }) {
-    Object.assign(this, { api, sessionId, streamToken, canChat, ui, onInspect });
+  constructor({ api, sessionId, streamToken, canChat, ui, onInspect, withKey }) {
+    Object.assign(this, { api, sessionId, streamToken, canChat, ui, onInspect, withKey });
     this.turns = new Map();
     this.cards = new Map();
     this.tasks = new TaskList(ui.tasks);
@@ -42,6 +44,7 @@ export class ChatView {
     for (const proposal of proposals) this.showProposal(proposal, proposal.turn_id);
     if (active) this.setCurrent(active.id, active.status);
     this.scrollToEnd();
+    if (this.withKey) this.loadTasks();
     this.summarizeHistory(active ? active.id : null);
     // The running turn is streamed from its start: its stored steps are not drawn twice.
     await this.connect(active ? `${active.seq}:0-0` : null);
@@ -74,6 +77,12 @@ export class ChatView {
         view.toolResult(m.tool_call_id, m.name || "tool", m.is_error ? "error" : "ok", m.content);
       }
     }
+  }
+
+  /** The session's latest background tasks (a session token may not list them). */
+  async loadTasks() {
+    const tasks = await this.api.get(`/v1/sessions/${this.sessionId}/tasks`).catch(() => []);
+    for (const task of tasks.slice(-RECENT_TASKS)) this.tasks.show(task);
   }
 
   /** Each finished turn's ending (status, tokens, cost) from the stored turn, newest first. */
