@@ -1,19 +1,15 @@
 """The chat page in a real browser: Debian's Chromium driven by Playwright (no browser
-download). Screenshots go to `$CORTEX_TEST_ARTIFACTS/ui/` when that is set, else to `ui-artifacts`
-under pytest's base temporary directory."""
+download; the fixtures are in this folder's conftest)."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
-from support import Api, require_program, stored_text
+from playwright.sync_api import Browser, expect
+from support import Api, stored_text
+from ui.page_support import new_tab
 
 PROPOSE = {
     "name": "propose_action",
@@ -37,48 +33,10 @@ SCRIPT = [
 ]
 
 
-@pytest.fixture(scope="module")
-def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = os.environ.get("CORTEX_TEST_ARTIFACTS")
-    path = Path(base) / "ui" if base else Path(str(tmp_path_factory.mktemp("ui-artifacts")))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    chromium = require_program("chromium", "the chat page is tested in a real browser")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"]
-        )
-        yield browser
-        browser.close()
-
-
-@dataclass
-class Tab:
-    """A page and what went wrong in it: console errors, script errors, failed requests."""
-
-    page: Page
-    problems: list[str] = field(default_factory=list)
-
-
-def _tab(browser: Browser, width: int = 1100) -> Tab:
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    context.set_default_timeout(30_000)
-    tab = Tab(context.new_page())
-    problems = tab.problems
-    tab.page.on("console", lambda m: m.type == "error" and problems.append(m.text))
-    tab.page.on("pageerror", lambda e: problems.append(str(e)))
-    tab.page.on("response", lambda r: r.status >= 400 and problems.append(f"{r.status} {r.url}"))
-    return tab
-
-
 def test_chat_with_tools_a_proposal_and_a_reload_mid_answer(
     browser: Browser, api: Api, tenant_key: str, artifacts: Path
 ) -> None:
-    tab = _tab(browser)
+    tab = new_tab(browser)
     page = tab.page
     response = page.goto(f"{api.base_url}/ui/")
     assert response is not None and response.ok
@@ -86,10 +44,10 @@ def test_chat_with_tools_a_proposal_and_a_reload_mid_answer(
     assert "default-src 'none'" in csp and "script-src 'self'" in csp and "unsafe" not in csp
 
     page.get_by_label("API key").fill(tenant_key)
-    page.get_by_role("button", name="Open").click()
+    page.get_by_role("button", name="Open", exact=True).click()
     # a tenant without sessions finds the new-session form open
     expect(page.get_by_text("No sessions yet")).to_be_visible()
-    page.get_by_label("Name").fill("browser test")
+    page.get_by_label("Name", exact=True).fill("browser test")
     page.get_by_label("Metadata").fill(json.dumps({"script": SCRIPT}))
     page.get_by_role("button", name="Create").click()
     expect(page.get_by_role("heading", name="browser test")).to_be_visible()
@@ -99,9 +57,9 @@ def test_chat_with_tools_a_proposal_and_a_reload_mid_answer(
     page.get_by_role("button", name="Send").click()
     turn = page.locator(".turn").last
     expect(turn.locator(".assistant").first).to_have_text("Let me check two things.")
-    chips = turn.locator(".chips").first.locator(".chip[data-severity]")  # the first step's
-    expect(chips).to_have_count(2)
-    expect(turn.locator(".chip[data-name=calculate]")).to_contain_text("calculate: ok")
+    rows = turn.locator(".tools").first.locator(".tool[data-severity]")  # the first step's
+    expect(rows).to_have_count(2)
+    expect(turn.get_by_role("button", name=re.compile("^calculate ok"))).to_be_visible()
     card = turn.locator(".proposal")
     expect(card).to_contain_text("Proposed: restart on web")
     expect(turn).to_have_attribute("data-status", "done")
@@ -133,7 +91,7 @@ def test_chat_with_tools_a_proposal_and_a_reload_mid_answer(
     expect(page.get_by_role("button", name="Cancel turn")).to_be_hidden()
     # after the reload the earlier turn is rebuilt from the stored history: no text twice
     first = page.locator(".turn").first
-    expect(first.locator(".chips").first.locator(".chip[data-severity]")).to_have_count(2)
+    expect(first.locator(".tools").first.locator(".tool[data-severity]")).to_have_count(2)
     assert "".join(first.locator(".assistant").all_text_contents()).count("Let me check") == 1
     page.screenshot(path=str(artifacts / "chat-after-reload.png"), full_page=True)
     assert tab.problems == []
@@ -152,7 +110,7 @@ def test_an_embed_link_with_a_read_token_shows_the_conversation_and_cannot_post(
     r = client.http.post(f"/v1/sessions/{sid}/tokens", json={"scope": "read", "ttl_s": 600})
     token = r.json()["token"]
 
-    tab = _tab(browser, width=375)
+    tab = new_tab(browser, width=375)
     page = tab.page
     page.goto(f"{client.base_url}/ui/#session={sid}&token={token}")
     expect(page.get_by_role("heading", name="shared view")).to_be_visible()

@@ -1,33 +1,20 @@
 // The chat page: sign in with an API key (kept in sessionStorage) or open an embed link
-// `#session=<id>&token=<session token>`; list and create sessions; chat.
+// `#session=<id>&token=<session token>`; list and create sessions; chat; inspect a turn.
 
 import { Api, plainWords } from "./api.js";
-import { ChatView, emptyState } from "./chat.js";
-import { el } from "./render.js";
+import { ChatView } from "./chat.js";
+import { inspectTurn } from "./inspector.js";
+import { SessionList, fillDemo, fillNewSessionForm, newSessionBody } from "./sessions.js";
+import { wireTheme } from "./theme.js";
 
 const KEY = "cortex-api-key";
 const $ = (id) => document.getElementById(id);
-const DEMO_SCRIPT = [
-  {
-    text: "Let me check two things first.",
-    tool_calls: [
-      { name: "calculate", arguments: { expression: "6 * 7" } },
-      { name: "current_time", arguments: {} },
-    ],
-  },
-  {
-    text: "I suggest restarting the demo service.",
-    tool_calls: [{
-      name: "propose_action",
-      arguments: { action: "restart", product: "demo", rationale: "a restart clears the stuck queue", reversible: true },
-    }],
-  },
-  { text: "The proposal is waiting for your decision; the answer is 42.", token_ms: 40 },
-];
 
 const ui = {
   title: $("chat-title"),
+  subtitle: $("chat-subtitle"),
   transcript: $("transcript"),
+  tasks: $("tasks"),
   status: $("turn-status"),
   cancel: $("cancel"),
   notice(text) {
@@ -43,6 +30,7 @@ const ui = {
 };
 
 let chat = null;
+let sessions = null;
 
 function route() {
   const params = new URLSearchParams(location.hash.slice(1));
@@ -54,17 +42,16 @@ function mintWith(api, sessionId) {
   return async () => (await api.post(`/v1/sessions/${sessionId}/tokens`, { ttl_s: 3600, scope: "chat" })).token;
 }
 
-async function openSession(api, sessionId, { canChat, streamToken }) {
+async function openSession(api, sessionId, { canChat, streamToken, withKey = false }) {
   if (chat) chat.close();
   ui.notice("");
   $("chat").hidden = false;
+  $("no-session").hidden = true;
   $("composer").hidden = !canChat;
   $("read-only").hidden = canChat;
-  for (const link of document.querySelectorAll("#session-list a")) {
-    if (link.dataset.id === sessionId) link.setAttribute("aria-current", "page");
-    else link.removeAttribute("aria-current");
-  }
-  chat = new ChatView({ api, sessionId, streamToken, canChat, ui });
+  if (sessions) sessions.draw();
+  const onInspect = (view) => inspectTurn(api, $("inspector"), view.id);
+  chat = new ChatView({ api, sessionId, streamToken, canChat, ui, onInspect, withKey });
   try {
     await chat.open();
   } catch (error) {
@@ -72,66 +59,35 @@ async function openSession(api, sessionId, { canChat, streamToken }) {
   }
 }
 
-async function listSessions(api) {
-  const list = $("session-list");
-  const page = await api.get("/v1/sessions?limit=100");
-  if (!page.sessions.length) {
-    emptyState(list, "No sessions yet: create one below.");
-    $("new-session").open = true;
-    return;
-  }
-  list.replaceChildren(...page.sessions.map((s) => el("li", {},
-    el("a", { href: `#session=${s.id}`, "data-id": s.id, text: s.name || `Session ${s.id.slice(0, 8)}` }))));
+function showWorkspace({ embedded }) {
+  $("signed-out").hidden = true;
+  $("workspace").hidden = false;
+  $("sessions-pane").hidden = embedded;
+  $("workspace").classList.toggle("embedded", embedded);
+  $("forget-key").hidden = embedded;
 }
 
-async function fillNewSessionForm(api) {
-  const [providers, tools] = await Promise.all([api.get("/v1/providers"), api.get("/v1/tools")]);
-  const select = $("ns-model");
-  select.replaceChildren();
-  for (const p of providers) {
-    const models = p.models.length ? p.models : [p.default_model];
-    for (const model of models) {
-      const option = el("option", { value: JSON.stringify([p.name, model]), text: `${p.name} / ${model}${p.available ? "" : " (unavailable)"}` });
-      if (!p.available) option.disabled = true;
-      if (p.default && model === p.default_model) option.selected = true;
-      select.append(option);
-    }
-  }
-  const box = $("ns-tools");
-  box.replaceChildren(el("legend", { text: "Tools" }));
-  for (const t of tools.tools) {
-    const id = `tool-${t.name}`;
-    box.append(el("label", { for: id }, el("input", { type: "checkbox", id, name: "tools", value: t.name, checked: "" }), t.name));
-  }
-  $("create-session").disabled = false; // the choices are loaded
-}
-
-function newSessionBody(form) {
-  const [provider, model] = JSON.parse($("ns-model").value || "[null, null]");
-  const tools = [...form.querySelectorAll("input[name=tools]:checked")].map((i) => i.value);
-  const body = { provider, model, tools };
-  const name = $("ns-name").value.trim();
-  if (name) body.name = name;
-  const metadata = $("ns-metadata").value.trim();
-  if (metadata) body.metadata = JSON.parse(metadata);
-  return body;
+function showSignedOut() {
+  $("workspace").hidden = true;
+  $("forget-key").hidden = true;
+  $("signed-out").hidden = false;
+  $("api-key").focus();
 }
 
 async function startWithKey(key) {
   const api = new Api(key);
+  sessions = new SessionList(api);
   try {
-    await listSessions(api);
+    await sessions.load();
   } catch (error) {
     sessionStorage.removeItem(KEY);
     ui.notice(plainWords(error));
-    $("login").hidden = false;
+    showSignedOut();
     return;
   }
+  ui.notice("");
   sessionStorage.setItem(KEY, key);
-  $("login").hidden = true;
-  $("workspace").hidden = false;
-  $("forget-key").hidden = false;
-  $("sessions-pane").hidden = false;
+  showWorkspace({ embedded: false });
   fillNewSessionForm(api).catch((error) => ui.notice(plainWords(error)));
   $("new-session-form").onsubmit = async (event) => {
     event.preventDefault();
@@ -140,7 +96,7 @@ async function startWithKey(key) {
       $("ns-name").value = "";
       $("ns-metadata").value = "";
       $("new-session").open = false;
-      await listSessions(api);
+      await sessions.load();
       location.hash = `session=${session.id}`;
     } catch (error) {
       ui.notice(error instanceof SyntaxError ? "Metadata must be JSON." : plainWords(error));
@@ -148,17 +104,18 @@ async function startWithKey(key) {
   };
   const show = () => {
     const { session } = route();
-    if (session) openSession(api, session, { canChat: true, streamToken: mintWith(api, session) });
+    if (session) openSession(api, session, { canChat: true, streamToken: mintWith(api, session), withKey: true });
+    else {
+      $("chat").hidden = true;
+      $("no-session").hidden = false;
+    }
   };
   window.onhashchange = show;
   show();
 }
 
 function startEmbedded(sessionId, token) {
-  $("login").hidden = true;
-  $("workspace").hidden = false;
-  $("sessions-pane").hidden = true;
-  $("workspace").classList.add("embedded");
+  showWorkspace({ embedded: true });
   const api = new Api(token);
   const canChat = readScope(token) === "chat";
   openSession(api, sessionId, { canChat, streamToken: async () => token });
@@ -185,6 +142,7 @@ function wireComposer() {
     try {
       await chat.send(content);
       input.value = "";
+      if (sessions) sessions.touched(chat.sessionId);
     } catch (error) {
       ui.notice(plainWords(error));
     } finally {
@@ -196,28 +154,27 @@ function wireComposer() {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) form.requestSubmit();
   });
   ui.cancel.addEventListener("click", () => chat && chat.cancel().catch((error) => ui.notice(plainWords(error))));
-  $("fill-demo").addEventListener("click", () => {
-    $("ns-metadata").value = JSON.stringify({ script: DEMO_SCRIPT }, null, 2);
-  });
+  $("fill-demo").addEventListener("click", fillDemo);
   $("forget-key").addEventListener("click", () => {
     sessionStorage.removeItem(KEY);
     location.hash = "";
     location.reload();
   });
+  $("inspector-close").addEventListener("click", () => $("inspector").close());
 }
 
 function main() {
+  wireTheme($("theme"));
   wireComposer();
-  const { session, token } = route();
-  if (session && token) return startEmbedded(session, token);
-  const key = sessionStorage.getItem(KEY);
-  if (key) return startWithKey(key);
-  $("login").hidden = false;
   $("login").addEventListener("submit", (event) => {
     event.preventDefault();
     startWithKey($("api-key").value.trim());
   });
-  $("api-key").focus();
+  const { session, token } = route();
+  if (session && token) return startEmbedded(session, token);
+  const key = sessionStorage.getItem(KEY);
+  if (key) return startWithKey(key);
+  return showSignedOut();
 }
 
 main();

@@ -2,20 +2,26 @@
 
 import { plainWords } from "./api.js";
 import { TurnView, describe, el, proposalCard, updateProposal } from "./render.js";
+import { TaskList } from "./tasks.js";
 
 const EVENTS = ["token", "tool_call", "tool_progress", "proposal", "tool_result", "step_restart",
   "message", "error", "done", "task", "agent_started", "agent_done"];
 const ENDED = new Set(["done", "failed", "cancelled"]);
+const SUMMARIZED_TURNS = 50; // a reload reads the ending of at most this many recent turns
+const RECENT_TASKS = 5;
 
 export class ChatView {
   /**
    * `api`: an Api (key or token); `streamToken()`: a session token for EventSource (a new one
-   * when the last expired, or null when none can be had); `canChat`: may post and decide.
+   * when the last expired, or null when none can be had); `canChat`: may post and decide;
+   * `onInspect(turnView)`: opens the turn inspector; `withKey`: the API key is at hand (so
+   * the session's background tasks can be read).
    */
-  constructor({ api, sessionId, streamToken, canChat, ui }) {
-    Object.assign(this, { api, sessionId, streamToken, canChat, ui });
+  constructor({ api, sessionId, streamToken, canChat, ui, onInspect, withKey }) {
+    Object.assign(this, { api, sessionId, streamToken, canChat, ui, onInspect, withKey });
     this.turns = new Map();
     this.cards = new Map();
+    this.tasks = new TaskList(ui.tasks);
     this.lastEventId = null;
     this.current = null;
     this.source = null;
@@ -31,11 +37,15 @@ export class ChatView {
       api.get(`/v1/sessions/${sessionId}/proposals`),
     ]);
     this.ui.title.textContent = session.name || `Session ${sessionId.slice(0, 8)}`;
+    this.ui.subtitle.textContent = `${session.provider} / ${session.model} · ${session.usage.input_tokens + session.usage.output_tokens} tokens · $${session.cost_usd.toFixed(4)}`;
     this.ui.transcript.replaceChildren();
     const active = session.active_turn;
     this.renderHistory(messages, active ? active.id : null);
     for (const proposal of proposals) this.showProposal(proposal, proposal.turn_id);
     if (active) this.setCurrent(active.id, active.status);
+    this.scrollToEnd();
+    if (this.withKey) this.loadTasks();
+    this.summarizeHistory(active ? active.id : null);
     // The running turn is streamed from its start: its stored steps are not drawn twice.
     await this.connect(active ? `${active.seq}:0-0` : null);
   }
@@ -48,7 +58,7 @@ export class ChatView {
   turn(turnId) {
     let view = this.turns.get(turnId);
     if (!view) {
-      view = new TurnView(turnId, this.ui.transcript);
+      view = new TurnView(turnId, this.ui.transcript, { onInspect: this.onInspect });
       this.turns.set(turnId, view);
     }
     return view;
@@ -56,7 +66,8 @@ export class ChatView {
 
   renderHistory(messages, activeTurnId) {
     for (const m of messages) {
-      const view = this.turn(m.turn_id || "history");
+      if (m.rolled_back) continue;
+      const view = this.turn(m.turn_id || null);
       if (m.role === "user") view.user(m.content);
       else if (m.turn_id === activeTurnId) continue;
       else if (m.role === "assistant") {
@@ -66,7 +77,28 @@ export class ChatView {
         view.toolResult(m.tool_call_id, m.name || "tool", m.is_error ? "error" : "ok", m.content);
       }
     }
-    for (const view of this.turns.values()) if (view.id !== activeTurnId) view.setStatus("");
+  }
+
+  /** The session's latest background tasks (a session token may not list them). */
+  async loadTasks() {
+    const tasks = await this.api.get(`/v1/sessions/${this.sessionId}/tasks`).catch(() => []);
+    for (const task of tasks.slice(-RECENT_TASKS)) this.tasks.show(task);
+  }
+
+  /** Each finished turn's ending (status, tokens, cost) from the stored turn, newest first. */
+  async summarizeHistory(activeTurnId) {
+    const ids = [...this.turns.keys()].filter((id) => id && id !== activeTurnId).reverse();
+    for (const id of ids.slice(0, SUMMARIZED_TURNS)) {
+      const turn = await this.api.get(`/v1/turns/${id}`).catch(() => null);
+      if (!turn) continue;
+      const view = this.turns.get(id);
+      view.setSeq(turn.seq);
+      if (ENDED.has(turn.status) && !view.node.dataset.status) view.ended(turn.status, turn.usage, turn.cost_usd);
+      for (const call of turn.tool_calls) {
+        const row = view.tools.get(call.id);
+        if (row && call.result !== null) view.toolResult(call.id, call.name, call.severity, call.result, call.truncated ? "truncated" : "");
+      }
+    }
   }
 
   async connect(after) {
@@ -109,36 +141,59 @@ export class ChatView {
       this.showProposal(data, null);
       return;
     }
+    if (name === "task") {
+      this.tasks.show(data);
+      if (!data.turn) return;
+    }
     const known = this.turns.has(data.turn);
     const view = this.turn(data.turn);
     if (!known) this.introduce(view);
     if (!ENDED.has(this.statusOf(data.turn))) this.setCurrent(data.turn, "running");
+    const follow = this.atBottom();
     this.apply(view, name, data);
+    if (follow) this.scrollToEnd();
+  }
+
+  /** The reader is at the end of the conversation (so new text keeps it in view). */
+  atBottom() {
+    const box = this.ui.transcript;
+    return box.scrollHeight - box.scrollTop - box.clientHeight < 80;
+  }
+
+  scrollToEnd() {
+    // after the next frame, when streamed Markdown has been drawn
+    requestAnimationFrame(() => requestAnimationFrame(() => {
+      this.ui.transcript.scrollTop = this.ui.transcript.scrollHeight;
+    }));
   }
 
   /** A turn first seen on the stream: posted elsewhere, or a follow-up with no message. */
   introduce(view) {
     this.api.get(`/v1/turns/${view.id}`).then((turn) => {
+      view.setSeq(turn.seq);
       if (turn.content) view.user(turn.content);
       else if (!view.userNode) view.line("follow-up", "Follow-up answer");
     }).catch(() => {});
   }
 
-    apply(view, name, data) {
+  apply(view, name, data) {
     switch (name) {
-      case "token": view.stepText(data.step).append(data.text); break;
-      case "step_restart": view.stepText(data.step).textContent = ""; break;
-      case "message": view.stepText(data.step).textContent = data.content || ""; break;
+      case "token": view.appendToken(data.step, data.text); break;
+      case "step_restart": view.setAnswer(data.step, ""); break;
+      case "message": view.setAnswer(data.step, data.content); break;
       case "tool_call": view.toolCall(data.id, data.name, data.arguments); break;
       case "tool_progress": view.line("tool_progress", `${data.name} is still running (${Math.round(data.elapsed_s)} s)`); break;
-      case "tool_result":
-        view.toolResult(data.id, data.name, data.severity || (data.is_error ? "error" : "ok"),
+      case "tool_result": {
+        const row = view.toolResult(data.id, data.name, data.severity || (data.is_error ? "error" : "ok"),
           data.content, data.error || (data.truncated ? "truncated" : ""));
+        const card = row.proposalId && this.cards.get(row.proposalId);
+        if (card) view.placeCard(card);
         break;
+      }
       case "proposal": this.showProposal(data, view.id); break;
       case "error": view.error(`The turn failed: ${data.message || data.code}`); break;
       case "done": this.finish(view, data); break;
-      case "task": view.line("task", `Background task ${describe("", data).replace(/^ — /, "")}`); break;
+      case "task": break; // shown in the task list
       default: view.line(name, describe(name, data));
     }
   }
@@ -148,10 +203,7 @@ export class ChatView {
   }
 
   finish(view, data) {
-    const usage = data.usage || {};
-    const cost = typeof data.cost_usd === "number" ? ` · $${data.cost_usd.toFixed(6)}` : "";
-    view.setStatus(`${data.status} · ${usage.input_tokens || 0} tokens in, ${usage.output_tokens || 0} out${cost}`);
-    view.node.dataset.status = data.status;
+    view.ended(data.status, data.usage, data.cost_usd);
     this.setCurrent(view.id, data.status);
   }
 
@@ -160,21 +212,23 @@ export class ChatView {
     const running = !ENDED.has(status);
     this.ui.cancel.hidden = !(running && this.canChat);
     this.ui.status.textContent = running ? `Turn ${status}…` : `Last turn ${status}.`;
+    this.ui.status.classList.toggle("busy", running);
   }
 
   showProposal(proposal, turnId) {
     const decide = this.canChat ? (id, verdict) => this.decide(id, verdict) : null;
     const card = this.cards.get(proposal.id);
     if (card) {
-      updateProposal(card, { ...card.proposal, ...proposal }, decide);
       card.proposal = { ...card.proposal, ...proposal };
+      updateProposal(card, card.proposal, decide);
       return;
     }
     if (!proposal.action) return; // a notice about a proposal not shown here
     const fresh = proposalCard(proposal, decide);
     fresh.proposal = proposal;
     this.cards.set(proposal.id, fresh);
-    (turnId ? this.turn(turnId).body : this.ui.transcript).append(fresh);
+    if (turnId) this.turn(turnId).placeCard(fresh);
+    else this.ui.transcript.append(fresh);
   }
 
   async decide(proposalId, verdict) {
@@ -191,8 +245,10 @@ export class ChatView {
   async send(content) {
     const accepted = await this.api.post(`/v1/sessions/${this.sessionId}/turns`, { content });
     const view = this.turn(accepted.id);
+    view.setSeq(accepted.seq);
     view.user(content);
     this.ui.transcript.append(view.node); // after anything already shown
+    this.scrollToEnd();
     if (!this.current || ENDED.has(this.current.status)) this.setCurrent(accepted.id, accepted.status);
     return accepted;
   }
@@ -205,5 +261,5 @@ export class ChatView {
 }
 
 export function emptyState(container, text) {
-  container.replaceChildren(el("p", { class: "label", text }));
+  container.replaceChildren(el("p", { class: "label empty", text }));
 }
