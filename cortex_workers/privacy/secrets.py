@@ -87,9 +87,11 @@ ASSIGNMENT = regex.compile(
 
 def _span(match: regex.Match[str]) -> tuple[int, int]:
     """The secret's span: a long captured group (AWS secret keys), else the whole match."""
-    if match.lastindex and len(match.group(match.lastindex) or "") >= 16:
-        return match.span(match.lastindex)
-    return match.span()
+    index = match.lastindex if match.lastindex else 0
+    if index and len(match.group(index) or "") < 16:
+        index = 0
+    start, end = match.span(index)
+    return int(start), int(end)
 
 
 def plugin_findings(text: str, deadline: Deadline) -> Iterator[Finding]:
