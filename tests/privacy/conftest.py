@@ -43,6 +43,7 @@ def guarded(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     try:
         group.start("llm")
         group.start("summarize")
+        group.start("batch")
         with side_api(env, logs / "api.log") as base:
             yield Guarded(Api(base), remote, local, logs)
     finally:
