@@ -107,6 +107,7 @@ class TomlSource(PydanticBaseSettingsSource):
 
 
 LLM_TABLE_KEYS = {
+    "scripted": "llm_scripted",
     "default_provider": "llm_provider",
     "default_model": "llm_model",
     "fallback_providers": "llm_fallback_providers",
@@ -167,6 +168,11 @@ class Settings(BaseSettings):
         default="scripted", validation_alias=AliasChoices("LLM_PROVIDER", "CORTEX_LLM_PROVIDER")
     )
     llm_model: OptionalText = Field(default=None, validation_alias=AliasChoices("CORTEX_LLM_MODEL"))
+    llm_scripted: bool = Field(
+        default=False,
+        validation_alias=AliasChoices("CORTEX_LLM_SCRIPTED"),
+        description="Enable the scripted provider (free, sleeps as told): `dev` and tests only.",
+    )
     llm_temperature: float | None = Field(
         default=None, validation_alias=AliasChoices("LLM_TEMPERATURE", "CORTEX_LLM_TEMPERATURE")
     )
