@@ -316,6 +316,20 @@ class Settings(BaseSettings):
     tenant_sessions_per_minute: int | None = Field(default=600, ge=0)
     """Sessions one tenant may create in any 60 s, across every API replica; 0 (or None) turns
     the limit off."""
+    tenant_jobs_per_minute: int | None = Field(default=600, ge=0)
+    """Jobs (`POST /v1/jobs`) one tenant may submit in any 60 s; 0 (or None): no limit."""
+    tenant_batches_per_minute: int | None = Field(default=10, ge=0)
+    """Batches one tenant may submit in any 60 s; 0 (or None): no limit."""
+    tenant_max_schedules: int = Field(default=100, ge=0)
+    """Schedules one tenant may have at once (429 `quota_exceeded` past it)."""
+    schedule_min_every_s: float = Field(default=60.0, ge=1)
+    """The shortest period of an `every_s` schedule."""
+    tenant_max_webhooks: int = Field(default=20, ge=0)
+    """Webhooks one tenant may have at once (429 `quota_exceeded` past it)."""
+    tenant_max_streams: int = Field(default=100, ge=0)
+    """Event streams (SSE) one tenant may hold open at once, across API replicas."""
+    stream_recheck_s: float = Field(default=5.0, gt=0)
+    """An open event stream checks its credential again this often (closed when revoked)."""
     api_host: str = "127.0.0.1"
 
     # Webhooks (docs/webhooks.md) and jobs (docs/jobs.md).

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from jsonschema.exceptions import ValidationError, best_match
 from sqlalchemy.orm import Session as Db
 
 from ..errors import RetryableError, TerminalError
@@ -36,6 +36,7 @@ from ..store.models import Tenant
 from ..vocabulary import JobStatus, LlmMode, WebhookEventType
 from .guards import provider_gate
 from .guards.modes import mode_in_force
+from .job_schema import bounded_validator
 from .job_spend import reserve_call
 from .spend import Admitted
 
@@ -65,7 +66,10 @@ def check_answer(completion: Completion, schema: dict[str, Any]) -> tuple[Any, s
             value = json.loads(text)
         except ValueError as exc:
             return None, f"the answer is not JSON: {exc}"
-    error = best_match(Draft202012Validator(schema).iter_errors(value))
+    try:
+        error = best_match(bounded_validator(schema).iter_errors(value))
+    except ValidationError as exc:  # a pattern past the validation's time budget
+        error = exc
     if error is None:
         return value, None
     where = "/".join(str(p) for p in error.absolute_path) or "(root)"
