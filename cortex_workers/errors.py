@@ -60,6 +60,12 @@ class NotFound(CortexError):
     code = "not_found"
 
 
+class QuotaExceeded(CortexError):
+    """A tenant is at one of its quotas (schedules, webhooks, open streams): answered 429."""
+
+    code = "quota_exceeded"
+
+
 class InvalidRequest(CortexError):
     """Well-formed JSON that the product cannot accept."""
 

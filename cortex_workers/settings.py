@@ -108,6 +108,7 @@ class TomlSource(PydanticBaseSettingsSource):
 
 
 LLM_TABLE_KEYS = {
+    "scripted": "llm_scripted",
     "default_provider": "llm_provider",
     "default_model": "llm_model",
     "fallback_providers": "llm_fallback_providers",
@@ -177,6 +178,11 @@ class Settings(BaseSettings):
         default="scripted", validation_alias=AliasChoices("LLM_PROVIDER", "CORTEX_LLM_PROVIDER")
     )
     llm_model: OptionalText = Field(default=None, validation_alias=AliasChoices("CORTEX_LLM_MODEL"))
+    llm_scripted: bool = Field(
+        default=False,
+        validation_alias=AliasChoices("CORTEX_LLM_SCRIPTED"),
+        description="Enable the scripted provider (free, sleeps as told): `dev` and tests only.",
+    )
     llm_temperature: float | None = Field(
         default=None, validation_alias=AliasChoices("LLM_TEMPERATURE", "CORTEX_LLM_TEMPERATURE")
     )
@@ -320,6 +326,20 @@ class Settings(BaseSettings):
     tenant_sessions_per_minute: int | None = Field(default=600, ge=0)
     """Sessions one tenant may create in any 60 s, across every API replica; 0 (or None) turns
     the limit off."""
+    tenant_jobs_per_minute: int | None = Field(default=600, ge=0)
+    """Jobs (`POST /v1/jobs`) one tenant may submit in any 60 s; 0 (or None): no limit."""
+    tenant_batches_per_minute: int | None = Field(default=10, ge=0)
+    """Batches one tenant may submit in any 60 s; 0 (or None): no limit."""
+    tenant_max_schedules: int = Field(default=100, ge=0)
+    """Schedules one tenant may have at once (429 `quota_exceeded` past it)."""
+    schedule_min_every_s: float = Field(default=60.0, ge=1)
+    """The shortest period of an `every_s` schedule."""
+    tenant_max_webhooks: int = Field(default=20, ge=0)
+    """Webhooks one tenant may have at once (429 `quota_exceeded` past it)."""
+    tenant_max_streams: int = Field(default=100, ge=0)
+    """Event streams (SSE) one tenant may hold open at once, across API replicas."""
+    stream_recheck_s: float = Field(default=5.0, gt=0)
+    """An open event stream checks its credential again this often (closed when revoked)."""
     api_host: str = "127.0.0.1"
 
     # Webhooks (docs/webhooks.md) and jobs (docs/jobs.md).

@@ -255,6 +255,7 @@ def _stack_env(data_dir: Path) -> dict[str, str]:
     env.pop(monitor.USER_ENV, None)
     env.pop(monitor.PASSWORD_ENV, None)
     env.pop(monitor.BASIC_AUTH_ENV, None)  # Flower's alone
+    env.setdefault("CORTEX_LLM_SCRIPTED", "true")  # `dev`: the scripted model is on
     if settings.broker_url:
         env["CELERY_BROKER_URL"] = settings.broker_url
     return env  # with CORTEX_LOG_FORMAT and OTEL_* as given

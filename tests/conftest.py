@@ -33,7 +33,13 @@ from support import (
 
 from cortex_workers.store.db import normalize_url
 
+# The scripted provider is off by default outside `dev` and tests: on for every test process
+# (and the workers and APIs they start, which inherit the environment).
+os.environ.setdefault("CORTEX_LLM_SCRIPTED", "true")
+
 TEST_SETTINGS = {
+    "CORTEX_LLM_SCRIPTED": "true",  # off by default outside `dev` and tests
+    "CORTEX_SCHEDULE_MIN_EVERY_S": "1",
     "CORTEX_LEASE_S": "3",
     "CORTEX_REPUBLISH_AFTER_S": "2",
     "CORTEX_RECONCILE_EVERY_S": "1",

@@ -116,10 +116,10 @@ def register(registry: ToolRegistry) -> None:
     registry.register(
         Tool(
             "ops_only",
-            "Only for ops-* sessions.",
+            "Only for ops-* tenants.",
             OBJECT,
             lambda: {"ok": True},
-            allowed_sessions=("ops-*",),
+            allowed_tenants=("ops-*",),
             source="module",
         )
     )

@@ -442,7 +442,7 @@ endpoint:
 auth:
   type: bearer
   token: "${{TEST_BRIDGE_TOKEN}}"
-allowed_sessions: ["incident-*"]
+allowed_tenants: ["tenant-*"]
 allow_private_host: true
 timeout: 5s
 """)

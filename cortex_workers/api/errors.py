@@ -15,7 +15,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 
 from ..budget import BudgetExhausted, UserRateLimited
-from ..errors import ConflictError, CortexError, InvalidRequest, NotFound
+from ..errors import ConflictError, CortexError, InvalidRequest, NotFound, QuotaExceeded
 from ..messages import ErrorDoc
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,8 @@ def _status_of(exc: CortexError) -> int:
         return 409
     if isinstance(exc, InvalidRequest):
         return 422
+    if isinstance(exc, QuotaExceeded):
+        return 429
     return 400
 
 

@@ -76,7 +76,6 @@ class ToolOut(BaseModel):
     timeout_s: float | None
     max_timeout_s: float | None
     paginated: bool
-    allowed_sessions: list[str] | None
 
 
 class RejectedToolOut(BaseModel):

@@ -64,6 +64,16 @@ def take_turn(rt: Runtime, tenant_id: uuid.UUID) -> None:
     _take(rt, turn_scope(tenant_id), per_minute, "turns")
 
 
+def take_job(rt: Runtime, tenant_id: uuid.UUID) -> None:
+    """Count one job submission of `tenant_id`; `RateLimited` when over its limit."""
+    _take(rt, f"tenant:{tenant_id}:jobs", rt.settings.tenant_jobs_per_minute, "jobs")
+
+
+def take_batch(rt: Runtime, tenant_id: uuid.UUID) -> None:
+    """Count one batch submission of `tenant_id`; `RateLimited` when over its limit."""
+    _take(rt, f"tenant:{tenant_id}:batches", rt.settings.tenant_batches_per_minute, "batches")
+
+
 def take_session(rt: Runtime, tenant_id: uuid.UUID) -> None:
     """Count one session creation of `tenant_id`; `RateLimited` when over its limit."""
     _take(rt, session_scope(tenant_id), rt.settings.tenant_sessions_per_minute, "sessions")

@@ -3,7 +3,7 @@ same placeholder within one redaction (a turn's context, redacted as a whole).""
 
 from __future__ import annotations
 
-import time
+import bisect
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -14,7 +14,7 @@ import regex
 from ..messages import Message, ToolCall
 from .pii import pii_findings
 from .secrets import secret_findings
-from .values import Finding, PrivacyPolicy, Redacted, RedactionFailed
+from .values import Deadline, Finding, PrivacyPolicy, Redacted, RedactionFailed
 
 
 @dataclass
@@ -45,41 +45,54 @@ def placeholder_name(kind: str) -> str:
 @dataclass(frozen=True, slots=True)
 class _Run:
     policy: PrivacyPolicy
-    deadline: float
+    deadline: Deadline
+    """Every pattern, built-in or the operator's, runs with what is left of it as timeout."""
     compiled: tuple[tuple[str, regex.Pattern[str]], ...]
 
     def remaining(self) -> float:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise RedactionFailed("timed out")
-        return left
+        return self.deadline.remaining()
 
 
 def _operator_findings(run: _Run, text: str) -> Iterable[Finding]:
     for kind, pattern in run.compiled:
-        try:
-            matches = list(pattern.finditer(text, timeout=run.remaining()))
-        except TimeoutError as exc:
-            raise RedactionFailed("timed out") from exc
-        for match in matches:
+        for match in run.deadline.finditer(pattern, text):
             yield Finding(kind, *match.span())
+
+
+@dataclass
+class _Taken:
+    """Non-overlapping findings kept sorted by start: each new one is checked against its two
+    neighbours (a bisection), so many findings cost n log n, not n squared."""
+
+    starts: list[int] = field(default_factory=list)
+    found: list[Finding] = field(default_factory=list)
+
+    def add(self, f: Finding) -> None:
+        if f.end <= f.start:
+            return
+        i = bisect.bisect_right(self.starts, f.start)
+        if i > 0 and self.found[i - 1].end > f.start:
+            return
+        if i < len(self.found) and self.found[i].start < f.end:
+            return
+        self.starts.insert(i, f.start)
+        self.found.insert(i, f)
 
 
 def findings(run: _Run, text: str) -> list[Finding]:
     """Non-overlapping findings, in text order (an earlier detector wins an overlap)."""
-    found: list[Finding] = []
+    taken = _Taken()
     sources: list[Iterable[Finding]] = []
     if run.policy.redact_secrets:
-        sources.append(secret_findings(text, run.policy.known_secrets))
+        sources.append(secret_findings(text, run.policy.known_secrets, deadline=run.deadline))
     sources.append(_operator_findings(run, text))
     if run.policy.redact_pii:
-        sources.append(pii_findings(text, run.policy.phone_region))
+        sources.append(pii_findings(text, run.policy.phone_region, deadline=run.deadline))
     for source in sources:
         for f in source:
-            if f.end > f.start and all(f.end <= g.start or f.start >= g.end for g in found):
-                found.append(f)
+            taken.add(f)
         run.remaining()
-    return sorted(found, key=lambda f: f.start)
+    return taken.found
 
 
 def _redact_text(run: _Run, text: str, names: Placeholders) -> str:
@@ -117,7 +130,7 @@ def _start(policy: PrivacyPolicy) -> _Run:
         compiled = tuple((k, regex.compile(p)) for k, p in policy.patterns.items())
     except regex.error as exc:
         raise RedactionFailed("an operator pattern does not compile") from exc
-    return _Run(policy, time.monotonic() + policy.timeout_s, compiled)
+    return _Run(policy, Deadline.after(policy.timeout_s), compiled)
 
 
 def redact_messages(messages: Sequence[Message], policy: PrivacyPolicy) -> Redacted:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+
+import regex
 
 from ..errors import TerminalError
 from ..messages import Message
@@ -39,6 +42,33 @@ class Finding:
     kind: str
     start: int
     end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """The time one redaction may take: every pattern runs with what is left of it as the
+    `regex` module's `timeout`, so no single match can run past it."""
+
+    at: float
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(time.monotonic() + seconds)
+
+    def remaining(self) -> float:
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise RedactionFailed("timed out")
+        return left
+
+    def finditer(self, pattern: regex.Pattern[str], text: str) -> Iterator[regex.Match[str]]:
+        """The matches of `pattern`, found within what is left of the deadline (all of them
+        first: a timeout raises before any finding is used). Raises `RedactionFailed`."""
+        try:
+            matches = list(pattern.finditer(text, timeout=self.remaining()))
+        except TimeoutError as exc:
+            raise RedactionFailed("timed out") from exc
+        return iter(matches)
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,6 +53,8 @@ class ProviderConfig:
     local: bool | None = None
     """Calls stay local (`providers.locality.is_local` decides when None)."""
     extra_headers: dict[str, str] = field(default_factory=dict)
+    enabled: bool = True
+    """False: the scripted provider outside `dev` and tests (`[llm] scripted`)."""
 
     @property
     def self_hosted(self) -> bool:
@@ -61,6 +63,11 @@ class ProviderConfig:
 
     def missing(self) -> str | None:
         """Why this provider cannot be used as configured, or None."""
+        if not self.enabled:
+            return (
+                "disabled: the scripted provider is for development and tests; set "
+                "CORTEX_LLM_SCRIPTED=true ([llm] scripted = true) to enable it"
+            )
         # A self-hosted OpenAI-compatible server (Ollama, vLLM, llama.cpp) may need no key.
         keyless = self.self_hosted
         if self.kind in ("openai", "anthropic") and not self.api_key and not keyless:

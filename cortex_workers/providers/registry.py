@@ -119,6 +119,8 @@ def provider_configs(settings: Settings) -> dict[str, ProviderConfig]:
         if name in settings.llm_providers:
             values.update(_from_table(settings.llm_providers[name]))
         values.update(_env_overrides(name, settings))
+        if values.get("kind") == "scripted":
+            values["enabled"] = settings.llm_scripted
         if "kind" not in values:
             raise ConfigError(
                 f"[llm.providers.{name}] needs a kind: openai, azure_openai or anthropic"
@@ -220,7 +222,7 @@ class ProviderRegistry:
         if config.kind == "scripted":
             from .scripted import ScriptedProvider
 
-            return ScriptedProvider()
+            return ScriptedProvider(timeout_s=config.timeout_s)
         if config.kind in ("openai", "azure_openai"):
             from .openai_chat import OpenAIChatProvider
 

@@ -49,14 +49,20 @@ class ScriptToolCall(BaseModel):
     arguments: JsonObject = Field(default_factory=dict)
 
 
+MAX_FIRST_TOKEN_MS = 30_000
+MAX_TOKEN_MS = 2_000
+"""Caps on a reply's delays: a script cannot hold an `llm` slot for long (and a call that
+sleeps past the provider's `timeout` fails as a real one would, `provider_timeout`)."""
+
+
 class ScriptReply(BaseModel):
     """One reply of a script; validated when the session is created."""
 
     model_config = ConfigDict(extra="forbid")
     text: str = ""
     tool_calls: list[ScriptToolCall] = Field(default_factory=list)
-    first_token_ms: int = Field(default=0, ge=0, le=600_000)
-    token_ms: int = Field(default=0, ge=0, le=60_000)
+    first_token_ms: int = Field(default=0, ge=0, le=MAX_FIRST_TOKEN_MS)
+    token_ms: int = Field(default=0, ge=0, le=MAX_TOKEN_MS)
     error: ScriptError | None = None
     echo_context: bool = False
     """The text is followed by the system messages the model was sent (for tests)."""
@@ -96,8 +102,9 @@ class ScriptedProvider:
 
     name = "scripted"
 
-    def __init__(self, *, sleep: Any = time.sleep) -> None:
+    def __init__(self, *, sleep: Any = time.sleep, timeout_s: float = 60.0) -> None:
         self._sleep = sleep
+        self._timeout_s = timeout_s
 
     def warm(self) -> None:
         """Nothing to build."""
@@ -112,12 +119,23 @@ class ScriptedProvider:
         reply = self._reply_for(request)
         if reply.error is not None and request.attempt <= reply.error.times:
             self._raise(reply.error)
+        slept = 0.0
+
+        def wait(seconds: float) -> None:
+            nonlocal slept
+            if slept + seconds > self._timeout_s:  # the call's deadline, as a real one has
+                raise RetryableError(
+                    f"scripted timed out after {self._timeout_s:g} s", code="provider_timeout"
+                )
+            slept += seconds
+            self._sleep(seconds)
+
         if reply.first_token_ms:
-            self._sleep(reply.first_token_ms / 1000)
+            wait(reply.first_token_ms / 1000)
         tokens = split_tokens(_with_context(reply, request))
         for i, token in enumerate(tokens):
             if i and reply.token_ms:
-                self._sleep(reply.token_ms / 1000)
+                wait(reply.token_ms / 1000)
             yield TextDelta(token)
         for i, call in enumerate(reply.tool_calls):
             yield ToolCallEvent(

@@ -268,6 +268,7 @@ def _with_call() -> Any:
         ss.id.label("session_id"),
         ss.name.label("session_name"),
         ss.tenant_id,
+        Tenant.__table__.c.name.label("tenant_name"),
         ss.tools.label("allowed"),
         parent.c.step_no.label("parent_no"),
         *guard_columns(claimed),
@@ -276,6 +277,7 @@ def _with_call() -> Any:
         .join(parent, parent.c.id == c.parent_step_id)
         .join(turns_table, _t.id == c.turn_id)
         .join(sessions_table, ss.id == _t.session_id)
+        .join(Tenant.__table__, Tenant.__table__.c.id == ss.tenant_id)
     )
 
 

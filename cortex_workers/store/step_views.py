@@ -143,6 +143,7 @@ class ToolStepView:
     tenant_id: uuid.UUID
     allowed: list[str] | None
     """The session's tools."""
+    tenant_name: str | None
     parent_no: int
     """The step_no of the model step that asked for the call."""
     same_arguments: int = 0
@@ -163,6 +164,7 @@ class ToolStepView:
             session_name=row.session_name,
             tenant_id=row.tenant_id,
             allowed=row.allowed,
+            tenant_name=row.tenant_name,
             parent_no=row.parent_no,
             same_arguments=row.same_arguments,
             same_tool=row.same_tool,

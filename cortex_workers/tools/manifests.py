@@ -2,9 +2,9 @@
 
 Keys: `name`, `description`, `endpoint: {method: GET|POST, url}`, and optionally `parameters`
 (property name -> JSON Schema, or a full object schema), `auth: {type: bearer, token:
-"${ENV_VAR}"}`, `allowed_sessions` (globs), `timeout` (a duration such as "10s", "2m", "500ms",
-or seconds; default 10 s, at most 300 s), `allow_private_host` (default false) and `read_only`
-(default true). See docs/tools.md.
+"${ENV_VAR}"}`, `allowed_tenants` (globs over tenant names), `timeout` (a duration such as
+"10s", "2m", "500ms", or seconds; default 10 s, at most 300 s), `allow_private_host` (default
+false) and `read_only` (default true). See docs/tools.md.
 
 A manifest that cannot be used raises `InvalidManifest`; its message names the field and says
 what is wrong, and never quotes a resolved token.
@@ -255,13 +255,13 @@ def _check_json(value: Any, where: str) -> None:
         raise ValueError(f"{where}: {type(value).__name__} values are not valid JSON")
 
 
-def _sessions(value: Any) -> Any:
+def _tenants(value: Any) -> Any:
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(p, str) and p for p in value):
-        raise ValueError("allowed_sessions must be a list of non-empty glob strings")
+        raise ValueError("allowed_tenants must be a list of non-empty glob strings")
     if not value:
-        raise ValueError("allowed_sessions is empty (omit it to allow every session)")
+        raise ValueError("allowed_tenants is empty (omit it to allow every tenant)")
     return tuple(value)
 
 
@@ -298,6 +298,16 @@ Flag = Annotated[bool, BeforeValidator(_flag)]
 class PluginManifest(_Table):
     """One plugin tool, as its manifest declares it."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_session_names(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "allowed_sessions" in data:
+            raise ValueError(
+                "allowed_sessions is no longer accepted: session names are chosen by tenants; "
+                "restrict the tool with allowed_tenants (globs over tenant names)"
+            )
+        return data
+
     name: Annotated[str, BeforeValidator(_name)]
     description: Annotated[str, BeforeValidator(_description)]
     endpoint: Endpoint
@@ -306,8 +316,8 @@ class PluginManifest(_Table):
     )
     """The arguments' JSON Schema (always an object schema)."""
     auth: BearerAuth | None = None
-    allowed_sessions: Annotated[tuple[str, ...] | None, BeforeValidator(_sessions)] = None
-    """Globs of the session names that may call the tool; None: every session."""
+    allowed_tenants: Annotated[tuple[str, ...] | None, BeforeValidator(_tenants)] = None
+    """Globs of the tenant names (or ids) that may call the tool; None: every tenant."""
     timeout: Annotated[float, BeforeValidator(_timeout)] = DEFAULT_TIMEOUT_S
     """Seconds a call may take (at most `HARD_CEILING_S`)."""
     allow_private_host: Flag = False

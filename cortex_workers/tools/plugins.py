@@ -170,7 +170,7 @@ def plugin_tool(manifest: PluginManifest) -> Tool:
         timeout_s=manifest.timeout,
         read_only=manifest.read_only,
         max_timeout_s=HARD_CEILING_S,
-        allowed_sessions=manifest.allowed_sessions,
+        allowed_tenants=manifest.allowed_tenants,
         source="plugin",
     )
 

@@ -43,8 +43,9 @@ class Tool:
     """Bytes of serialized result (None: the configured cap, 64 KiB)."""
     paginated: bool = False
     """Returns `Page`s; the router adds a `cursor` argument and signs `next_cursor`."""
-    allowed_sessions: tuple[str, ...] | None = None
-    """Glob patterns over session names that may call it (None: every session)."""
+    allowed_tenants: tuple[str, ...] | None = None
+    """Glob patterns over the tenant names (or ids) that may call it (None: every tenant).
+    Set by the operator; never shown to tenants."""
     takes_context: bool = False
     """`fn(ctx, **arguments)` with a `ToolContext` instead of `fn(**arguments)`."""
     source: str = "builtin"

@@ -21,10 +21,15 @@ class ToolContext:
 
     session_id: str
     session_name: str | None
+    """Chosen by the tenant: for display only, never for authorization."""
     turn_id: str
     call_id: str
     cursor: JsonObject | None = None
     """The decoded `cursor` argument of a paginated tool (None on the first page)."""
+    tenant_id: str = ""
+    tenant_name: str | None = None
+    """The operator's name of the tenant (`keys create --tenant NAME`): what a tool's
+    `allowed_tenants` globs match."""
 
 
 @dataclass(frozen=True, slots=True)

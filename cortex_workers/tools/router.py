@@ -126,6 +126,15 @@ def run_call(
     return replace(outcome, latency_ms=round((time.monotonic() - started) * 1000))
 
 
+def tenant_allowed(tool: Tool, *, tenant_id: str, tenant_name: str | None) -> bool:
+    """Whether the tenant may call `tool`: its operator-set `allowed_tenants` globs match the
+    tenant's name or id (a session's name, which tenants choose, authorizes nothing)."""
+    if tool.allowed_tenants is None:
+        return True
+    names = [n for n in (tenant_name, tenant_id) if n]
+    return any(fnmatchcase(n, p) for p in tool.allowed_tenants for n in names)
+
+
 def _resolve(
     registry: ToolRegistry, name: str, allowed: Sequence[str] | None, ctx: ToolContext
 ) -> Tool:
@@ -136,13 +145,8 @@ def _resolve(
         raise _Refusal(
             f"validation: unknown tool {name!r}; available tools: {listed}", error="validation"
         )
-    if tool.allowed_sessions is not None and not any(
-        fnmatchcase(ctx.session_name or "", pattern) for pattern in tool.allowed_sessions
-    ):
-        raise _Refusal(
-            f"forbidden: {tool.name} may not be used in session {ctx.session_name!r}",
-            error="forbidden",
-        )
+    if not tenant_allowed(tool, tenant_id=ctx.tenant_id, tenant_name=ctx.tenant_name):
+        raise _Refusal(f"forbidden: {tool.name} may not be used by this tenant", error="forbidden")
     return tool
 
 

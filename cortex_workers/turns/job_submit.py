@@ -7,6 +7,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy.orm import Session as Db
+
 from ..errors import InvalidRequest
 from ..providers.registry import Route
 from ..runtime import Runtime
@@ -14,6 +16,8 @@ from ..store import jobs as store
 from ..store.db import transaction
 from ..store.job_tables import Job
 from ..store.jobs import JobSpec
+from ..store.models import Tenant
+from .guards.modes import check_session_mode, mode_in_force
 from .job_spend import check_job_budget, estimate
 from .jobs import build_request, schema_problem, text_of
 from .sessions import SessionSpec, check_provider
@@ -47,11 +51,22 @@ def check_budget(rt: Runtime, tenant_id: uuid.UUID, spec: JobSpec, inputs: Seque
     check_job_budget(rt, tenant_id, estimate(rt, route, build_request(rt, job, route, n=1)))
 
 
+def check_mode(rt: Runtime, db: Db, tenant_id: uuid.UUID, spec: JobSpec) -> None:
+    """In mode `local-only` (the configuration's or the tenant's), a job naming a non-local
+    provider is refused (422 `local_only`), as a session is; the run checks again through the
+    provider gate (a mode set after the submission)."""
+    tenant = db.get(Tenant, tenant_id)
+    mode = mode_in_force(rt.settings, tenant=tenant.mode if tenant else None, session=None)
+    provider, model = rt.providers.resolve(spec.provider, spec.model)
+    check_session_mode(rt, provider=provider, model=model, mode=mode, routed=False)
+
+
 def submit_job(rt: Runtime, tenant_id: uuid.UUID, spec: JobSpec) -> uuid.UUID:
     """Store a queued job (the caller publishes it)."""
     check_spec(rt, spec)
     check_budget(rt, tenant_id, spec, [spec.input])
     with transaction(rt.db) as db:
+        check_mode(rt, db, tenant_id, spec)
         return store.create_job(db, tenant_id, spec)
 
 
@@ -62,4 +77,5 @@ def submit_batch(
     check_spec(rt, spec)
     check_budget(rt, tenant_id, spec, inputs)
     with transaction(rt.db) as db:
+        check_mode(rt, db, tenant_id, spec)
         return store.create_batch(db, tenant_id, spec, inputs)

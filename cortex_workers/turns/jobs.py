@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from jsonschema.exceptions import ValidationError, best_match
+from sqlalchemy.orm import Session as Db
 
 from ..errors import RetryableError, TerminalError
 from ..messages import Completion, ErrorDoc, JsonObject, Message, ModelRequest
 from ..providers.anthropic_messages import RESULT_TOOL
-from ..providers.base import collect
 from ..providers.registry import Route
 from ..runtime import Runtime, get_runtime
 from ..store import jobs as store
@@ -33,11 +33,13 @@ from ..store import webhooks
 from ..store.db import transaction
 from ..store.job_tables import Job
 from ..store.jobs import JobCallDoc
-from ..vocabulary import JobStatus, WebhookEventType
-from .guards.rate_limit import record_output_tokens, take_rate_limit
+from ..store.models import Tenant
+from ..vocabulary import JobStatus, LlmMode, WebhookEventType
+from .guards import provider_gate
+from .guards.modes import mode_in_force
+from .job_schema import bounded_validator
 from .job_spend import reserve_call
-from .observe import model_call
-from .spend import Admitted, settling
+from .spend import Admitted
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +67,10 @@ def check_answer(completion: Completion, schema: JsonObject) -> tuple[Any, str |
             value = json.loads(text)
         except ValueError as exc:
             return None, f"the answer is not JSON: {exc}"
-    error = best_match(Draft202012Validator(schema).iter_errors(value))
+    try:
+        error = best_match(bounded_validator(schema).iter_errors(value))
+    except ValidationError as exc:  # a pattern past the validation's time budget
+        error = exc
     if error is None:
         return value, None
     where = "/".join(str(p) for p in error.absolute_path) or "(root)"
@@ -141,42 +146,41 @@ def text_of(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _when_allowed(rt: Runtime, job: Job, route: Route, n: int) -> ModelRequest:
-    """The request of call `n`, once the provider's rate limits let it go."""
-    request = build_request(rt, job, route, n=n)
-    while (decision := take_rate_limit(rt, route, request)).defer_s is not None:
-        time.sleep(decision.defer_s)
-    return request
+def _gated(rt: Runtime, job: Job, route: Route, n: int, mode: LlmMode) -> provider_gate.Gated:
+    """Call `n` through the provider gate (local-only, redaction), once the provider's rate
+    limits let it go. Raises `TerminalError`s (`local_only`, `redaction_failed`)."""
+    gated = provider_gate.guard(rt, route, build_request(rt, job, route, n=n), mode=mode)
+    provider_gate.wait_for_rate_limit(rt, gated)
+    return gated
 
 
-def _call(
-    rt: Runtime, job: Job, run: int, route: Route, n: int, request: ModelRequest
-) -> tuple[Call, Any]:
-    """Make call `n` of run `run`, holding its maximum cost in the daily budgets while it
-    runs (a `TerminalError` `budget_exhausted` when they cannot take it); returns its record
-    and the valid result (None when invalid)."""
-    held = reserve_call(rt, (job.id, job.tenant_id, run, n), route, request)
+def _call(rt: Runtime, job: Job, run: int, n: int, gated: provider_gate.Gated) -> tuple[Call, Any]:
+    """Make call `n` of run `run` through the gate, holding its maximum cost in the daily
+    budgets while it runs (a `TerminalError` `budget_exhausted` when they cannot take it);
+    returns its record and the valid result (None when invalid)."""
+    route = gated.route
+
+    def reserve(route: Route, request: ModelRequest) -> Admitted:
+        return Admitted(
+            route, request, reserve_call(rt, (job.id, job.tenant_id, run, n), route, request)
+        )
+
     try:
-        with (
-            settling(rt, Admitted(route, request, held)) as bill,
-            model_call(route, request) as timed,  # gen_ai_client_* as a turn's calls
-        ):
-            completion = collect(rt.providers.get(route.provider).stream(request))
-            bill.paid(completion)
-            price = rt.providers.price(route.provider, route.model)
-            timed.answered(
-                completion, price.cost(completion.input_tokens, completion.output_tokens)
-            )
+        completion = provider_gate.send(rt, gated, reserve)
     except RetryableError as exc:  # counts as an attempt; the next one waits a little
         wait = exc.retry_after or rt.settings.retry_base_s * 2 ** (n - 1)
         time.sleep(min(wait, rt.settings.retry_max_s))
         return Call(n, None, f"{exc.code}: {exc.message}", 0, 0, route.provider, route.model), None
-    record_output_tokens(rt, route, completion.output_tokens)
     value, problem = check_answer(completion, job.result_schema)
     output = value if value is not None else completion.text
     tokens = (completion.input_tokens, completion.output_tokens)
     call = Call(n, output, problem, *tokens, route.provider, route.model)
     return call, (value if problem is None else None)
+
+
+def _mode(rt: Runtime, db: Db, job: Job) -> LlmMode:
+    tenant = db.get(Tenant, job.tenant_id)
+    return mode_in_force(rt.settings, tenant=tenant.mode if tenant else None, session=None)
 
 
 def run_job(job_id: uuid.UUID) -> None:
@@ -185,18 +189,19 @@ def run_job(job_id: uuid.UUID) -> None:
     lease_s = rt.settings.lease_s
     with transaction(rt.db) as db:
         job = store.claim(db, job_id, lease_s=lease_s)
+        mode = _mode(rt, db, job) if job is not None else LlmMode.NORMAL
     if job is None:
         return  # a duplicate delivery, or another run holds the job
     run, route = job.attempt, _route(rt, job)
     call_lease = lease_s + rt.providers.configs[route.provider].timeout_s
     price = rt.providers.price(route.provider, route.model)
     for n in range(len(job.attempts) + 1, job.max_attempts + 1):
-        request = _when_allowed(rt, job, route, n)
-        with transaction(rt.db) as db:  # the lease covers the call and its reservation
-            if not store.renew(db, job_id, run, lease_s=call_lease):
-                return  # a newer run owns the job
         try:
-            call, result = _call(rt, job, run, route, n, request)
+            gated = _gated(rt, job, route, n, mode)
+            with transaction(rt.db) as db:  # the lease covers the call and its reservation
+                if not store.renew(db, job_id, run, lease_s=call_lease):
+                    return  # a newer run owns the job
+            call, result = _call(rt, job, run, n, gated)
         except TerminalError as exc:
             error: ErrorDoc = {"code": exc.code, "message": exc.message}
             if exc.details:

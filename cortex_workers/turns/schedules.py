@@ -22,7 +22,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session as Db
 
-from ..errors import CortexError, InvalidRequest, NotFound
+from ..errors import CortexError, InvalidRequest, NotFound, QuotaExceeded
 from ..runtime import Runtime
 from ..store import new_turns, repo
 from ..store import schedules as store
@@ -118,9 +118,26 @@ def create_schedule(
 ) -> store.Schedule:
     """Store a schedule of the tenant's session; `NotFound` without such a session."""
     rule = check_rule(rule)
+    if rule.every_s is not None and rule.every_s < rt.settings.schedule_min_every_s:
+        floor = rt.settings.schedule_min_every_s
+        raise InvalidRequest(
+            f"every_s must be at least {floor:g} seconds on this server",
+            code="invalid_schedule",
+            details={"every_s": rule.every_s, "min_every_s": floor},
+        )
     with transaction(rt.db) as db:
         if repo.get_session(db, session_id, tenant_id=tenant_id) is None:
             raise NotFound(f"session {session_id} not found")
+        held = db.execute(
+            select(func.count())
+            .select_from(store.Schedule)
+            .where(store.Schedule.tenant_id == tenant_id)
+        ).scalar_one()
+        if held >= rt.settings.tenant_max_schedules:
+            raise QuotaExceeded(
+                f"this tenant has {held} schedules, the most it may have; delete one first",
+                details={"quota": "schedules", "limit": rt.settings.tenant_max_schedules},
+            )
         now = db.execute(select(func.now())).scalar_one()
         return store.insert_schedule(
             db,

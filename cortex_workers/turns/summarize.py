@@ -8,8 +8,6 @@ from dataclasses import dataclass
 
 from ..errors import TerminalError
 from ..messages import PREVIOUS_SUMMARY, Completion, Message, ModelRequest
-from ..privacy import restore_text
-from ..providers.base import collect
 from ..providers.registry import Route
 from ..runtime import Runtime, get_runtime
 from ..store import repo
@@ -22,12 +20,12 @@ from ..store.steps import Claim
 from ..vocabulary import LlmMode, StepKind
 from . import spend
 from .context import to_message
+from .guards import provider_gate
 from .guards.degradation import kept_previous
 from .guards.modes import AUTO, mode_in_force
-from .guards.route import summary_call
 from .leases import keeper
 from .liveness import holder
-from .observe import StepOutcome, count_step, model_call, step_scope
+from .observe import StepOutcome, count_step, step_scope
 from .step_record import StepRecord
 from .steps import NextStep
 
@@ -105,38 +103,39 @@ def _summarize(rt: Runtime, claim: Claim, fold: Fold) -> None:
         model=model, messages=tuple(messages), purpose="summarize", attempt=claim.attempt
     )
     try:  # routed, local-only and redacted like a model step: nothing is sent if it fails
-        guarded = summary_call(
+        gated = provider_gate.guard(
             rt, Route(provider_name, model), request, mode=fold.mode, routed=fold.routed
         )
+        with keeper(rt).hold(claim.step_id, claim.attempt):
+            provider_gate.wait_for_rate_limit(rt, gated)
+            completion = provider_gate.send(rt, gated, _reserve(rt, claim, fold))
     except TerminalError as exc:
+        if exc.code not in SKIPPED:
+            raise
         log.warning("summary of session %s skipped: %s", fold.session_id, exc.code)
         with transaction(rt.db) as db:
             step_store.finish_step(db, step_id, claim.attempt)
         count_step(StepKind.SUMMARIZE, StepOutcome.FAILED)
         return
-    route, request = guarded.route, guarded.request
-    admitted = spend.reserve_summary(rt, claim, (fold.tenant_id, fold.session_id), route, request)
-    if admitted is None:  # no budget left: the summary waits for a later turn's
-        log.warning("summary of session %s skipped: budget_exhausted", fold.session_id)
-        with transaction(rt.db) as db:
-            step_store.finish_step(db, step_id, claim.attempt)
-        count_step(StepKind.SUMMARIZE, StepOutcome.FAILED)
-        return
-    with (
-        keeper(rt).hold(claim.step_id, claim.attempt),
-        spend.settling(rt, admitted) as bill,
-        model_call(route, request) as call,
-    ):
-        completion = collect(rt.providers.get(route.provider).stream(request))
-        bill.paid(completion)
-        price = rt.providers.price(route.provider, route.model)
-        call.answered(completion, price.cost(completion.input_tokens, completion.output_tokens))
-    _store(rt, claim, fold, completion, guarded.restore)
+    _store(rt, claim, fold, completion)
 
 
-def _store(
-    rt: Runtime, claim: Claim, fold: Fold, completion: Completion, restore: dict[str, str]
-) -> None:
+SKIPPED = frozenset({"no_route", "local_only", "redaction_failed", "budget_exhausted"})
+"""A summary refused for these waits for a later turn's (nothing was sent)."""
+
+
+def _reserve(rt: Runtime, claim: Claim, fold: Fold) -> provider_gate.Reserve:
+    def reserve(route: Route, request: ModelRequest) -> spend.Admitted:
+        owner = (fold.tenant_id, fold.session_id)
+        admitted = spend.reserve_summary(rt, claim, owner, route, request)
+        if admitted is None:
+            raise TerminalError("no budget left for the summary", code="budget_exhausted")
+        return admitted
+
+    return reserve
+
+
+def _store(rt: Runtime, claim: Claim, fold: Fold, completion: Completion) -> None:
     """The summarize step finished, with the new summary unless it degraded the context (the
     anomaly and the action taken in the step's timeline)."""
     record = StepRecord(claim.step_no)
@@ -156,6 +155,6 @@ def _store(
                 fold.session_id,
                 expected_upto=fold.start,
                 upto=fold.messages[-1].seq,
-                summary=restore_text(completion.text, restore),
+                summary=completion.text,
             )
     count_step(StepKind.SUMMARIZE, StepOutcome.DONE)

@@ -210,6 +210,8 @@ def _run(rt: Runtime, call: _Call, progress: Callable[[float], None]) -> ToolOut
             session_name=v.session_name,
             turn_id=str(call.claim.turn_id),
             call_id=v.call_id,
+            tenant_id=str(v.tenant_id),
+            tenant_name=v.tenant_name,
         ),
     )
 

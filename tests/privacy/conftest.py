@@ -41,7 +41,7 @@ def guarded(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     group = Workers(env=env, log_dir=logs)
     group.purge_queues()
     try:
-        group.start_together("llm", "summarize")
+        group.start_together("llm", "summarize", "batch")
         with side_api(env, logs / "api.log") as base:
             yield Guarded(Api(base), remote, local, logs)
     finally:

@@ -25,7 +25,7 @@ def test_a_valid_manifest_is_a_typed_value_with_its_defaults() -> None:
     assert isinstance(manifest, PluginManifest)
     assert (manifest.name, manifest.description, manifest.endpoint.method) == ("t", "d", "GET")
     assert manifest.timeout == 90.0 and manifest.read_only and not manifest.allow_private_host
-    assert manifest.auth is None and manifest.allowed_sessions is None
+    assert manifest.auth is None and manifest.allowed_tenants is None
     assert manifest.parameters == {
         "type": "object",
         "properties": {},

@@ -4,6 +4,7 @@ guard, and malformed manifests reported by GET /v1/tools."""
 from __future__ import annotations
 
 import json
+import uuid
 
 from support import Api, Fakes
 
@@ -24,11 +25,17 @@ def test_a_plugin_calls_its_bridge_with_its_token(client: Api, fakes: Fakes) -> 
     assert sent and sent[-1]["auth"] == "Bearer bridge-secret-token"
 
 
-def test_a_plugin_refuses_sessions_its_manifest_does_not_allow(client: Api, fakes: Fakes) -> None:
+def test_a_plugin_refuses_tenants_its_manifest_does_not_allow(api: Api, fakes: Fakes) -> None:
+    from cortex_workers.admin import create_key
+
     before = len(fakes.bridge.requests)
-    result = _call(client, "ticket_search", "marketing", query="x")
+    with api.as_tenant(create_key(f"marketing-{uuid.uuid4().hex[:8]}")) as other:
+        # a session named like the operator's incidents authorizes nothing
+        result = _call(other, "ticket_search", "incident-42", query="x")
+        listed = [t["name"] for t in other.http.get("/v1/tools").json()["tools"]]
     assert result["is_error"] and result["error"] == "forbidden"
     assert len(fakes.bridge.requests) == before
+    assert "ticket_search" not in listed
 
 
 def test_a_plugin_pointing_at_this_machine_without_permission_is_blocked(
@@ -47,8 +54,9 @@ def test_tools_lists_loaded_plugins_and_the_rejected_manifest_with_its_reason(
     body = client.http.get("/v1/tools").json()
     tools = {t["name"]: t for t in body["tools"]}
     assert tools["ticket_search"]["source"] == "plugin"
-    assert tools["ticket_search"]["allowed_sessions"] == ["incident-*"]
+    assert "allowed_tenants" not in tools["ticket_search"]
+    assert "tenant-*" not in json.dumps(body)
     assert {"calculate", "current_time", "propose_action"} <= set(tools)
-    rejected = [r for r in body["rejected"] if "broken.yaml" in r["source"]]
+    rejected = [r for r in body["rejected"] if r["source"] == "broken.yaml"]  # no directory
     assert rejected and rejected[0]["reason"]
     assert "bridge-secret-token" not in json.dumps(body)

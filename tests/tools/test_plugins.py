@@ -216,11 +216,11 @@ def test_a_non_json_answer_comes_back_as_text(tmp_path: Path, bridge: Bridge) ->
 
 
 def test_manifest_fields_become_the_tool_definition(tmp_path: Path) -> None:
-    extra = 'allowed_sessions: ["production", "incident-*"]\ntimeout: 2m\nread_only: false'
+    extra = 'allowed_tenants: ["ops", "sre-*"]\ntimeout: 2m\nread_only: false'
     tool = _load_one(tmp_path, _manifest("http://bridge.internal:8080/jira", extra=extra))
     assert tool.name == "jira_search" and tool.source == "plugin"
     assert tool.description == "Search Jira tickets matching a JQL query."
-    assert tool.allowed_sessions == ("production", "incident-*")
+    assert tool.allowed_tenants == ("ops", "sre-*")
     assert tool.timeout_s == 120.0 and tool.max_timeout_s == 300.0 and tool.read_only is False
     assert tool.parameters == {
         "type": "object",
@@ -236,7 +236,7 @@ def test_manifest_fields_become_the_tool_definition(tmp_path: Path) -> None:
 
 def test_defaults_are_ten_seconds_read_only_and_every_session(tmp_path: Path) -> None:
     tool = _load_one(tmp_path, _manifest("https://bridge.internal/jira"))
-    assert tool.timeout_s == 10.0 and tool.read_only is True and tool.allowed_sessions is None
+    assert tool.timeout_s == 10.0 and tool.read_only is True and tool.allowed_tenants is None
 
 
 @pytest.mark.parametrize(
@@ -401,9 +401,13 @@ MALFORMED = {
         _manifest("http://bridge.internal/x").replace("default: 10", "default: 2024-01-01"),
         "parameters.limit.default: date values are not valid JSON",
     ),
-    "sessions not a list": (
-        _manifest("http://bridge.internal/x", extra="allowed_sessions: production"),
-        "allowed_sessions must be a list of non-empty glob strings",
+    "tenants not a list": (
+        _manifest("http://bridge.internal/x", extra="allowed_tenants: ops"),
+        "allowed_tenants must be a list of non-empty glob strings",
+    ),
+    "session names as authorization": (
+        _manifest("http://bridge.internal/x", extra='allowed_sessions: ["production"]'),
+        "allowed_sessions is no longer accepted: session names are chosen by tenants",
     ),
     "flag not a boolean": (
         _manifest("http://bridge.internal/x", extra="read_only: sometimes"),
@@ -473,7 +477,7 @@ def test_the_examples_load_once_copied_up_one_level(tmp_path: Path) -> None:
     tools, rejected = load_plugins(tmp_path, env=env)
     assert rejected == []
     assert [t.name for t in tools] == ["get_logs", "get_recent_deploys"]
-    assert all(t.allowed_sessions == ("production", "incident-*") for t in tools)
+    assert all(t.allowed_tenants == ("ops", "sre-*") for t in tools)
     assert tools[0].parameters["required"] == ["product", "time_range"]
     assert tools[1].parameters["required"] == ["product", "time_range"]
 

@@ -4,6 +4,7 @@ audit row per call."""
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from sqlalchemy import select
@@ -104,12 +105,17 @@ def test_a_tool_bug_is_an_internal_error_and_the_turn_goes_on(client: Api) -> No
     assert client.wait_turn(tid)["answer"] == "done."
 
 
-def test_a_tool_limited_to_some_sessions_refuses_the_others(client: Api) -> None:
-    _, events = _run(client, _call("ops_only"), name="customer-chat")
+def test_a_tool_limited_to_some_tenants_refuses_the_others_whatever_the_session_name(
+    client: Api, api: Api
+) -> None:
+    from cortex_workers.admin import create_key
+
+    _, events = _run(client, _call("ops_only"), name="ops-oncall")  # a tenant-chosen name
     refused = _results(events)[0]
     assert refused["is_error"] and refused["error"] == "forbidden"
-    _, events = _run(client, _call("ops_only"), name="ops-oncall")
-    assert not _results(events)[0]["is_error"]
+    with api.as_tenant(create_key(f"ops-{uuid.uuid4().hex[:8]}")) as ops:
+        _, events = _run(ops, _call("ops_only"), name="anything")
+        assert not _results(events)[0]["is_error"]
 
 
 def test_every_tool_call_writes_exactly_one_audit_row(client: Api) -> None:

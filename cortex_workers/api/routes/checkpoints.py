@@ -21,6 +21,7 @@ from ..checkpoint_schemas import (
     RollbackOut,
 )
 from ..deps import CallerDep, RuntimeDep, TenantDep
+from ..ratelimit import take_turn
 from ..schemas import SessionOut, TurnAccepted
 from ..views import events_url, require_session, require_turn, session_out
 
@@ -98,6 +99,7 @@ def regenerate(turn_id: uuid.UUID, rt: RuntimeDep, caller: CallerDep) -> JSONRes
     with transaction(rt.db) as db:
         turn = require_turn(db, turn_id, caller.tenant_id)
     caller.require_chat(turn.session_id, f"turn {turn_id}")
+    take_turn(rt, caller.tenant_id)  # a regenerated turn is a turn: the per-minute limit holds
     done = regenerate_turn(rt, tenant_id=caller.tenant_id, turn_id=turn_id)
     publish(done.publish)
     new = done.turn

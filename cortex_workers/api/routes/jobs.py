@@ -28,6 +28,7 @@ from ..job_schemas import (
     JobCreate,
     JobOut,
 )
+from ..ratelimit import take_batch, take_job
 from ..schemas import Usage
 
 router = APIRouter(tags=["jobs"])
@@ -38,6 +39,7 @@ def create_job(body: JobCreate, rt: RuntimeDep, tenant_id: TenantDep) -> JobAcce
     """Queue one model call whose answer must be JSON valid against `result_schema`; an
     invalid answer is retried with the validation error, up to `max_attempts` calls.
     422 `invalid_result_schema` when the schema is not a JSON Schema."""
+    take_job(rt, tenant_id)
     job_id = submit_job(rt, tenant_id, body.spec(body.input))
     publish_jobs([job_id], batch=False)
     return JobAccepted(id=job_id, status=JobStatus.QUEUED)
@@ -78,6 +80,7 @@ def get_job(job_id: uuid.UUID, rt: RuntimeDep, tenant_id: TenantDep) -> JobOut:
 async def create_batch(body: BatchCreate, rt: RuntimeDep, tenant_id: TenantDep) -> BatchAccepted:
     """Queue one job per input (up to 10,000), run by the `batch` workers at a lower priority
     than interactive turns."""
+    await run_in_threadpool(take_batch, rt, tenant_id)
     batch_id, job_ids = await run_in_threadpool(
         submit_batch, rt, tenant_id, body.spec(), body.inputs
     )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
+from pathlib import PurePath
+
 import redis
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
@@ -10,6 +13,10 @@ from fastapi.responses import JSONResponse
 from ...providers.latency import LatencyStats, measured
 from ...providers.locality import is_local
 from ...providers.registry import ProviderRegistry
+from ...runtime import Runtime
+from ...store.db import transaction
+from ...store.models import Tenant
+from ...tools.router import tenant_allowed
 from ..deps import RuntimeDep, TenantDep
 from ..errors import error_response
 from ..meta_schemas import (
@@ -95,10 +102,13 @@ def _latency(measured: dict[tuple[str, str], LatencyStats], provider: str) -> li
 
 
 @router.get("/v1/tools", response_model=ToolsOut)
-def tools(rt: RuntimeDep, _: TenantDep) -> ToolsOut:
-    """Tools a session may give its model, with their schemas, and the tool sources (plugin
-    manifests, operator modules) that were rejected, with the reason."""
+def tools(rt: RuntimeDep, tenant_id: TenantDep) -> ToolsOut:
+    """Tools a session of this tenant may give its model, with their schemas, and the tool
+    sources (plugin manifests, operator modules) that were rejected, with the reason. A tool
+    the operator restricted to other tenants is not listed; the restriction itself is never
+    shown."""
     loaded = rt.loaded_tools
+    name = _tenant_name(rt, tenant_id)
     return ToolsOut(
         tools=[
             ToolOut(
@@ -110,16 +120,27 @@ def tools(rt: RuntimeDep, _: TenantDep) -> ToolsOut:
                 timeout_s=t.timeout_s,
                 max_timeout_s=t.max_timeout_s,
                 paginated=t.paginated,
-                allowed_sessions=list(t.allowed_sessions)
-                if t.allowed_sessions is not None
-                else None,
             )
             for t in loaded.registry.all()
+            if tenant_allowed(t, tenant_id=str(tenant_id), tenant_name=name)
         ],
         rejected=[
-            RejectedToolOut(source=r.source, name=r.name, reason=r.reason) for r in loaded.rejected
+            RejectedToolOut(source=shown_source(r.source), name=r.name, reason=r.reason)
+            for r in loaded.rejected
         ],
     )
+
+
+def _tenant_name(rt: Runtime, tenant_id: uuid.UUID) -> str | None:
+    with transaction(rt.db) as db:
+        tenant = db.get(Tenant, tenant_id)
+        return tenant.name if tenant is not None else None
+
+
+def shown_source(source: str) -> str:
+    """A rejected source as tenants see it: a manifest's file name, never the operator's
+    directory layout."""
+    return PurePath(source).name if "/" in source or "\\" in source else source
 
 
 @router.get("/healthz")

@@ -131,7 +131,8 @@ def post_turn(
     route, the estimate, the budget and the redactions; nothing is stored, reserved or sent."""
     caller.require_chat(session_id, f"session {session_id}")
     tenant_id = caller.tenant_id
-    if body.dry_run:  # nothing stored, reserved or sent
+    if body.dry_run:  # nothing stored, reserved or sent; counted as a turn (it redacts)
+        take_turn(rt, tenant_id)
         plan = dry_run(
             rt,
             tenant_id=tenant_id,

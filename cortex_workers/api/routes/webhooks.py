@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from fastapi.concurrency import run_in_threadpool
 
-from ...errors import InvalidRequest, NotFound
+from ...errors import InvalidRequest, NotFound, QuotaExceeded
 from ...store import webhooks as store
 from ...store.db import transaction
 from ...store.webhook_tables import Webhook
@@ -41,6 +41,12 @@ async def create_webhook(body: WebhookIn, rt: RuntimeDep, tenant_id: TenantDep) 
 
     def create() -> WebhookOut:
         with transaction(rt.db) as db:
+            held = len(store.of_tenant(db, tenant_id))
+            if held >= rt.settings.tenant_max_webhooks:
+                raise QuotaExceeded(
+                    f"this tenant has {held} webhooks, the most it may have; delete one first",
+                    details={"quota": "webhooks", "limit": rt.settings.tenant_max_webhooks},
+                )
             row = store.create(db, tenant_id=tenant_id, url=body.url, events=events, secret=secret)
             return _out(row)
 

@@ -69,10 +69,11 @@ def start_call(rt: Runtime, call: AgentCall) -> list[Publish]:
     """Start (or, on a redelivery, resume) the call's task; what to publish."""
     card = rt.agents.by_tool(call.name)
     assert card is not None
-    problem = _input_problem(card, call.arguments)
     publish: list[Publish] = []
     with transaction(rt.db) as db:
-        repo.get_session(db, call.session_id, lock=True)  # the lock comes first
+        session = repo.get_session(db, call.session_id, lock=True)  # the lock comes first
+        offered = session.agents if session is not None else None
+        problem = _not_offered(card, offered) or _input_problem(card, call.arguments)
         if problem is not None:
             stored = store_call_result(db, call.step, call.result(problem, is_error=True))
             _emit_result(rt, call, problem, is_error=True, stored=stored is not None)
@@ -149,6 +150,14 @@ def _emit_result(
     emit_batch_event(rt.redis, call.turn_id, model_step_no=call.model_step_no, event=event)
 
 
+def _not_offered(card: AgentCard, offered: list[str] | None) -> str | None:
+    """An agent the session does not offer is never started, whatever the model (or a prompt
+    injection in what it read) asks for."""
+    if offered is not None and card.name in offered:
+        return None
+    return f"forbidden: the {card.name} agent is not offered in this session"
+
+
 def _input_problem(card: AgentCard, arguments: JsonObject) -> str | None:
     try:
         jsonschema.validate(arguments, card.input_schema)
@@ -181,7 +190,8 @@ def _start_child(rt: Runtime, db: Db, task: AgentTask, card: LlmCard) -> list[Ne
     """An `llm` agent's child session and its turn (started at once)."""
     parent = repo.get_session(db, task.session_id)
     assert parent is not None
-    child = repo.insert_session(
+    by = repo.get_turn(db, task.turn_id)
+    child = repo.insert_session(  # the parent's mode, route and end user hold in the child
         db,
         task.tenant_id,
         name=f"{parent.name or 'session'}/{card.name}",
@@ -190,6 +200,9 @@ def _start_child(rt: Runtime, db: Db, task: AgentTask, card: LlmCard) -> list[Ne
         model=card.model,
         tools=card.tools,
         metadata_={**card.metadata, "agent_task_id": str(task.id)},
+        user=(by.user if by is not None else None) or parent.user,
+        mode=parent.mode,
+        route=(by.route if by is not None else None) or parent.route,
     )
     child.parent_session_id, child.agents = task.session_id, card.agents or None
     db.flush()

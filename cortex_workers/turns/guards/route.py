@@ -12,10 +12,10 @@ from ...privacy import PrivacyPolicy, Redacted, redact_messages
 from ...providers.base import Provider
 from ...providers.prompt_tools import PromptToolsProvider
 from ...providers.registry import Route
-from ...routing import RouteDecision, RouteSpec
+from ...routing import RouteDecision
 from ...runtime import Runtime
 from ...store.steps import Claim
-from ...vocabulary import LlmMode, ModelTier, TimelineKind
+from ...vocabulary import LlmMode, TimelineKind
 from ..context import ModelContext
 from ..step_record import StepRecord
 from .frugal import fast_route, with_note
@@ -197,39 +197,3 @@ def rerouted(plan: CallPlan, route: Route, request: ModelRequest) -> CallPlan:
     if route == plan.route and request is plan.request:
         return plan
     return replace(plan, route=route, request=request, full=None, full_request=None)
-
-
-@dataclass(frozen=True, slots=True)
-class SummaryCall:
-    """A summarize request, guarded like a model step's: where it goes, what is sent, and
-    how the summary is restored."""
-
-    route: Route
-    request: ModelRequest
-    restore: dict[str, str] = field(default_factory=dict, repr=False)
-
-
-def summary_call(
-    rt: Runtime, route: Route, request: ModelRequest, *, mode: LlmMode, routed: bool
-) -> SummaryCall:
-    """A routed session's summaries go to the cheapest fast model; in mode `local-only`, to a
-    local provider only; before a non-local provider the messages are redacted. Raises
-    `TerminalError`s (`no_route`, `local_only`, `redaction_failed`): then nothing is sent."""
-    local_only = mode == LlmMode.LOCAL_ONLY
-    if routed:
-        decision = decide_route(rt, RouteSpec(tier=ModelTier.FAST), request, local_only=local_only)
-        route = Route(decision.provider, decision.model)
-    elif local_only and not provider_is_local(rt, route.provider):
-        local = [
-            r
-            for r in rt.providers.routes(route.provider, route.model)
-            if provider_is_local(rt, r.provider)
-        ]
-        if not local:
-            raise TerminalError("no local provider for the summary", code=LOCAL_ONLY_CODE)
-        route = local[0]
-    request = replace(request, model=route.model)
-    redacted = redact_for(rt, route.provider, request)
-    if redacted is None:
-        return SummaryCall(route, request)
-    return SummaryCall(route, replace(request, messages=redacted.messages), redacted.restore)
