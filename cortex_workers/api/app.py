@@ -17,6 +17,8 @@ from ..observability.tracing import configure_tracing, shutdown_tracing
 from ..runtime import Runtime, get_runtime
 from . import errors
 from .limits import BodySizeLimit
+from .openai_compat import OpenAIErrors
+from .openai_compat import install as install_openai
 from .redaction import install_log_redaction
 from .routes import (
     agents,
@@ -128,7 +130,9 @@ def create_app() -> FastAPI:
     )
     for module in (*routers, compat):
         app.include_router(module.router)
+    install_openai(app)
     ui.mount(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.request_max_bytes)
+    app.add_middleware(OpenAIErrors)  # outside the size limit: its 413s too
     app.add_middleware(RequestTelemetry)  # outermost: measures the 413s too
     return app

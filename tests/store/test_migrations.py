@@ -48,6 +48,8 @@ TABLES = {
     "schedules",
     "checkpoints",
     "timeline_events",
+    "openai_responses",
+    "openai_conversations",
 }
 
 
