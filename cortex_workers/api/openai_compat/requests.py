@@ -11,14 +11,30 @@ import json
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from ...providers.scripted import ScriptReply
 from ..schemas import MAX_TEXT
 from .errors import OpenAIBadRequest, Unsupported
 
 Role = Literal["user", "system", "developer", "assistant"]
-Metadata = Annotated[dict[str, Annotated[str, Field(max_length=512)]], Field(max_length=16)]
+SCRIPT_KEY = "script"
+
+
+def _metadata_values(value: dict[str, str]) -> dict[str, str]:
+    """OpenAI's limit of 512 characters a value; `script` (the scripted provider's replies,
+    our extension) may be longer."""
+    for key, text in value.items():
+        if key != SCRIPT_KEY and len(text) > 512:
+            raise ValueError(f"metadata value {key!r} is longer than 512 characters")
+    return value
+
+
+Metadata = Annotated[
+    dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=MAX_TEXT)]],
+    Field(max_length=16),
+    AfterValidator(_metadata_values),
+]
 
 SUPPORTED = frozenset(
     {
@@ -132,7 +148,7 @@ class ResponseCreate(BaseModel):
 
     def script(self) -> list[dict[str, Any]] | None:
         """`metadata["script"]`: the scripted provider's replies, as a JSON string."""
-        raw = (self.metadata or {}).get("script")
+        raw = (self.metadata or {}).get(SCRIPT_KEY)
         if raw is None:
             return None
         try:
