@@ -49,9 +49,9 @@ def model_route(rt: Runtime, model: str) -> tuple[str | None, str]:
     provider = usable_models(rt).get(model)
     if provider is None:  # a model of a provider's pattern (`gpt-*`)
         info = rt.providers.catalog.lookup(model)
-        usable = info is not None and info.provider in rt.providers.names()
-        if usable and info is not None and rt.providers.unavailable(info.provider) is None:
-            provider = info.provider
+        named = info.provider if info is not None else None
+        if named is not None and rt.providers.unavailable(named) is None:
+            provider = named
     if provider is None:
         raise NotFound(
             f"the model {model!r} does not exist here; see GET /v1/models", code="model_not_found"
