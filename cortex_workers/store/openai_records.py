@@ -58,6 +58,12 @@ def response_and_turn(
     return None if row is None else (row[0], row[1])
 
 
+def is_response(db: Db, turn_id: uuid.UUID) -> bool:
+    """Whether the turn was created as a response (deleted or not)."""
+    found = db.execute(select(OpenAIResponse.turn_id).where(OpenAIResponse.turn_id == turn_id))
+    return found.first() is not None
+
+
 def delete_response(db: Db, turn_id: uuid.UUID, tenant_id: uuid.UUID) -> bool:
     """Hide the response from the API (its turn stays, under the retention policy)."""
     done = db.execute(

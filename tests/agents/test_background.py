@@ -4,8 +4,9 @@ stream and in the history."""
 
 from __future__ import annotations
 
-from agents.helpers import ACK, coordinator, follow_up_of, read_session, tasks
 from support import Api, text_of
+
+from agents.helpers import ACK, coordinator, follow_up_of, read_session, tasks
 
 
 def test_the_answer_arrives_later_as_a_new_assistant_message(client: Api) -> None:

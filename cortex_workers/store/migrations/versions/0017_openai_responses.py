@@ -2,7 +2,8 @@
 
 `openai_responses` (one row per turn created through `POST /v1/responses`: the request as
 OpenAI's fields, the previous response, whether it was deleted) and `openai_conversations`
-(one row per session created as a conversation, with OpenAI's string metadata). See
+(one row per session created as a conversation, with OpenAI's string metadata);
+`webhooks.shape`: a subscription's events in our form or OpenAI's. See
 docs/openai-compatibility.md.
 
 Revision ID: 0017
@@ -54,7 +55,12 @@ def upgrade() -> None:
     )
     op.create_index("ix_openai_conversations_tenant_id", "openai_conversations", ["tenant_id"])
 
+    op.add_column(
+        "webhooks", sa.Column("shape", sa.String(16), server_default="cortex", nullable=False)
+    )
+
 
 def downgrade() -> None:
+    op.drop_column("webhooks", "shape")
     op.drop_table("openai_conversations")
     op.drop_table("openai_responses")
