@@ -117,6 +117,14 @@ class WebhookEventType(StrEnum):
     BUDGET_ALERT = "budget.alert"
 
 
+class WebhookShape(StrEnum):
+    """How a subscription's events look: ours (`{"type", "timestamp", "data"}`), or OpenAI's
+    (`response.completed`, … for the turns of responses; docs/openai-compatibility.md)."""
+
+    CORTEX = "cortex"
+    OPENAI = "openai"
+
+
 class DeliveryStatus(StrEnum):
     """One event's delivery to one webhook: `pending` (retried with backoff) until the
     receiver answers 2xx (`succeeded`) or the retry period runs out (`failed`)."""

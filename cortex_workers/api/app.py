@@ -17,6 +17,8 @@ from ..redis_clients import async_client
 from ..runtime import Runtime, get_runtime
 from . import docs_pages, errors
 from .limits import BodySizeLimit
+from .openai_compat import OpenAIErrors
+from .openai_compat import install as install_openai
 from .redaction import install_log_redaction
 from .routes import (
     agents,
@@ -131,8 +133,10 @@ def create_app() -> FastAPI:
     )
     for module in (*routers, compat):
         app.include_router(module.router)
+    install_openai(app)
     ui.mount(app)
     docs_pages.mount(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.request_max_bytes)
+    app.add_middleware(OpenAIErrors)  # outside the size limit: its 413s too
     app.add_middleware(RequestTelemetry)  # outermost: measures the 413s too
     return app

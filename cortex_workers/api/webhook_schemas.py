@@ -7,13 +7,18 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..vocabulary import DeliveryStatus, WebhookEventType
+from ..vocabulary import DeliveryStatus, WebhookEventType, WebhookShape
 
 
 class WebhookIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     url: str = Field(max_length=2000, description="http(s) URL that receives the events.")
     events: list[WebhookEventType] = Field(min_length=1, max_length=len(WebhookEventType))
+    shape: WebhookShape = Field(
+        default=WebhookShape.CORTEX,
+        description="`openai`: the `turn.*` events of responses as OpenAI's `response.*` "
+        "events (docs/openai-compatibility.md); other events are not sent.",
+    )
 
 
 class WebhookOut(BaseModel):
@@ -21,6 +26,7 @@ class WebhookOut(BaseModel):
     url: str
     events: list[WebhookEventType]
     created_at: datetime
+    shape: WebhookShape = WebhookShape.CORTEX
 
 
 class WebhookCreated(WebhookOut):

@@ -51,6 +51,8 @@ class Webhook(Base):
     events: Mapped[list[str]] = mapped_column(ARRAY(String(32)))
     secret: Mapped[str] = mapped_column(String(100))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    shape: Mapped[str] = mapped_column(String(16), default="cortex", server_default="cortex")
+    """`WebhookShape`: the events' form (migration 0017)."""
 
 
 class WebhookEvent(Base):

@@ -43,11 +43,24 @@ def record_event(
 
 
 def create(
-    db: Executor, *, tenant_id: uuid.UUID, url: str, events: Sequence[str], secret: str
+    db: Executor,
+    *,
+    tenant_id: uuid.UUID,
+    url: str,
+    events: Sequence[str],
+    secret: str,
+    shape: str = "cortex",
 ) -> Webhook:
     row = db.execute(
         insert(Webhook)
-        .values(id=uuid.uuid4(), tenant_id=tenant_id, url=url, events=list(events), secret=secret)
+        .values(
+            id=uuid.uuid4(),
+            tenant_id=tenant_id,
+            url=url,
+            events=list(events),
+            secret=secret,
+            shape=shape,
+        )
         .returning(Webhook)
     )
     return row.scalar_one()
@@ -136,6 +149,7 @@ class ClaimedDelivery:
     event_at: datetime
     url: str
     secret: str
+    shape: str = "cortex"
 
 
 def claim(
@@ -154,12 +168,20 @@ def claim(
         )
         .values(attempts=_d.attempts + 1, lease_until=func.now() + timedelta(seconds=lease_s))
         .returning(_d.id, _d.attempts, _e.id.label("event_id"), _e.type, _e.data)
-        .returning(_e.created_at, _w.url, _w.secret)
+        .returning(_e.created_at, _w.url, _w.secret, _w.shape)
     ).first()
     if row is None:
         return None
     return ClaimedDelivery(
-        row.id, row.attempts, row.event_id, row.type, row.data, row.created_at, row.url, row.secret
+        row.id,
+        row.attempts,
+        row.event_id,
+        row.type,
+        row.data,
+        row.created_at,
+        row.url,
+        row.secret,
+        row.shape,
     )
 
 

@@ -15,9 +15,11 @@ from datetime import UTC, datetime, timedelta
 
 from ..runtime import Runtime, get_runtime
 from ..settings import Settings
+from ..store import openai_records
 from ..store import webhooks as store
 from ..store.db import transaction
-from ..vocabulary import DeliveryStatus
+from ..vocabulary import DeliveryStatus, WebhookShape
+from ..webhooks.openai_form import openai_payload
 from ..webhooks.sending import SendResult, send
 from ..webhooks.signing import message_id, payload, sign
 
@@ -64,15 +66,19 @@ def deliver(delivery_id: uuid.UUID, seen_attempts: int) -> None:
         )
     if claimed is None:
         return  # a duplicate delivery of the task, or the delivery ended
-    body = payload(type=claimed.type, timestamp=claimed.event_at, data=claimed.data)
-    message = sign(claimed.secret, msg_id=message_id(claimed.event_id), body=body)
-    result = send(
-        claimed.url,
-        message,
-        timeout_s=settings.webhook_timeout_s,
-        allowed_private_hosts=settings.webhook_allowed_private_hosts,
-    )
-    status, retry_at = _outcome(settings, result, attempt=claimed.attempt, at=claimed.event_at)
+    body = _body(rt, claimed)
+    if body is None:  # nothing to announce in this subscription's form: done, unsent
+        result = SendResult(None, "not sent: no response in OpenAI's form", 0)
+        status, retry_at = DeliveryStatus.SUCCEEDED, None
+    else:
+        message = sign(claimed.secret, msg_id=message_id(claimed.event_id), body=body)
+        result = send(
+            claimed.url,
+            message,
+            timeout_s=settings.webhook_timeout_s,
+            allowed_private_hosts=settings.webhook_allowed_private_hosts,
+        )
+        status, retry_at = _outcome(settings, result, attempt=claimed.attempt, at=claimed.event_at)
     with transaction(rt.db) as db:
         kept = store.record_attempt(
             db,
@@ -85,6 +91,26 @@ def deliver(delivery_id: uuid.UUID, seen_attempts: int) -> None:
         )
     if not kept:
         log.info("delivery %s attempt %d was superseded", delivery_id, claimed.attempt)
+
+
+def _body(rt: Runtime, claimed: store.ClaimedDelivery) -> bytes | None:
+    """The event in the subscription's form; None when that form has no such event (in
+    OpenAI's form, only the end of a response's turn is one)."""
+    if claimed.shape != WebhookShape.OPENAI:
+        return payload(type=claimed.type, timestamp=claimed.event_at, data=claimed.data)
+    turn_id = claimed.data.get("turn_id")
+    if not isinstance(turn_id, str):
+        return None
+    with transaction(rt.db) as db:
+        is_response = openai_records.is_response(db, uuid.UUID(turn_id))
+    if not is_response:
+        return None
+    return openai_payload(
+        event_id=claimed.event_id,
+        type=claimed.type,
+        timestamp=claimed.event_at,
+        response_id=f"resp_{uuid.UUID(turn_id).hex}",
+    )
 
 
 def _outcome(

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.helpers import ACK, coordinator, follow_up_of, tasks
 from support import Api
+
+from agents.helpers import ACK, coordinator, follow_up_of, tasks
 
 
 def _foreground(client: Api, agent: str) -> tuple[dict[str, Any], dict[str, Any]]:

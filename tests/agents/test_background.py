@@ -5,8 +5,9 @@ stream and in the history."""
 from __future__ import annotations
 
 import pytest
-from agents.helpers import ACK, coordinator, follow_up_of, read_session, tasks
 from support import Api, text_of
+
+from agents.helpers import ACK, coordinator, follow_up_of, read_session, tasks
 
 pytestmark = pytest.mark.servers
 

@@ -7,8 +7,9 @@ import time
 import uuid
 from typing import Any
 
-from agents.helpers import ACK, coordinator, follow_up_of, tasks
 from support import Api, Workers, wait_until
+
+from agents.helpers import ACK, coordinator, follow_up_of, tasks
 
 
 def _started(client: Api, sid: str, content: str = "go") -> None:

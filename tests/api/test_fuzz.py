@@ -57,8 +57,24 @@ class Tally:
         return f"{self.calls} calls over {len(self.by_operation)} operations ({statuses})"
 
 
-def shape_problem(status: int, content_type: str, body: bytes) -> str | None:
-    """Why a 4xx body is not `{"error": {"code", "message", "details"}}`, or None."""
+OPENAI_PATHS = ("/v1/responses", "/v1/conversations", "/v1/models")
+"""Routes answering OpenAI's error shape (docs/openai-compatibility.md)."""
+
+
+def openai_shape_problem(err: dict[str, Any]) -> str | None:
+    """Why an error is not OpenAI's `{"message", "type", "param", "code"}`, or None."""
+    if set(err) != {"message", "type", "param", "code"}:
+        return f"not OpenAI's error keys: {sorted(err)}"
+    if not (isinstance(err["message"], str) and err["message"] and isinstance(err["type"], str)):
+        return "no error.message or error.type"
+    return None
+
+
+def shape_problem(
+    status: int, content_type: str, body: bytes, *, openai: bool = False
+) -> str | None:
+    """Why a 4xx body is not `{"error": {"code", "message", "details"}}` (OpenAI's shape on
+    its routes, with `openai`), or None."""
     if not content_type.startswith("application/json"):
         return f"content-type {content_type!r}"
     try:
@@ -68,6 +84,8 @@ def shape_problem(status: int, content_type: str, body: bytes) -> str | None:
     if not isinstance(data, dict) or set(data) != {"error"} or not isinstance(data["error"], dict):
         return "not {'error': {...}}"
     err = data["error"]
+    if openai:
+        return openai_shape_problem(err)
     if not (isinstance(err.get("code"), str) and err["code"]):
         return "no error.code"
     if not (isinstance(err.get("message"), str) and err["message"]):
@@ -104,7 +122,8 @@ class Fuzzer:
         if status >= 500:
             problem = "server error"
         elif status >= 400:
-            problem = shape_problem(status, content_type, body)
+            openai = case.operation.path.startswith(OPENAI_PATHS)
+            problem = shape_problem(status, content_type, body, openai=openai)
         if problem:
             curl = case.as_curl_command(base_url=self.base_url)
             self.tally.failures.append(f"{label}: {status} {problem}: {body[:300]!r}\n  {curl}")

@@ -22,6 +22,8 @@ class Received:
     verified: bool
     payload: dict[str, Any] | None
     answered: int
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -62,8 +64,8 @@ class Receiver:
         try:
             payload = Webhook(self.secret).verify(body, headers)
         except WebhookVerificationError:
-            return Received(msg_id, False, json.loads(body or b"null"), status)
-        return Received(msg_id, True, payload, status)
+            return Received(msg_id, False, json.loads(body or b"null"), status, body, headers)
+        return Received(msg_id, True, payload, status, body, headers)
 
     def delivered(self) -> dict[str, dict[str, Any]]:
         """Verified payloads answered 2xx, deduplicated by `webhook-id`."""

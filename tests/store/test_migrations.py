@@ -50,6 +50,8 @@ TABLES = {
     "schedules",
     "checkpoints",
     "timeline_events",
+    "openai_responses",
+    "openai_conversations",
 }
 
 

@@ -12,7 +12,7 @@ from ...errors import InvalidRequest, NotFound, QuotaExceeded
 from ...store import webhooks as store
 from ...store.db import transaction
 from ...store.webhook_tables import Webhook
-from ...vocabulary import DeliveryStatus, WebhookEventType
+from ...vocabulary import DeliveryStatus, WebhookEventType, WebhookShape
 from ...webhooks.sending import WebhookUrlRefused, check_url
 from ...webhooks.signing import message_id, new_secret
 from ..deps import RuntimeDep, TenantDep
@@ -23,7 +23,13 @@ router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])
 
 def _out(row: Webhook) -> WebhookOut:
     events = [WebhookEventType(e) for e in row.events]
-    return WebhookOut(id=row.id, url=row.url, events=events, created_at=row.created_at)
+    return WebhookOut(
+        id=row.id,
+        url=row.url,
+        events=events,
+        created_at=row.created_at,
+        shape=WebhookShape(row.shape),
+    )
 
 
 @router.post("", status_code=201, response_model=WebhookCreated)
@@ -47,7 +53,14 @@ async def create_webhook(body: WebhookIn, rt: RuntimeDep, tenant_id: TenantDep) 
                     f"this tenant has {held} webhooks, the most it may have; delete one first",
                     details={"quota": "webhooks", "limit": rt.settings.tenant_max_webhooks},
                 )
-            row = store.create(db, tenant_id=tenant_id, url=body.url, events=events, secret=secret)
+            row = store.create(
+                db,
+                tenant_id=tenant_id,
+                url=body.url,
+                events=events,
+                secret=secret,
+                shape=body.shape.value,
+            )
             return _out(row)
 
     out = await run_in_threadpool(create)

@@ -1,0 +1,200 @@
+"""Our turn events as the Responses API's stream events, each with a gap-free
+`sequence_number`.
+
+The translation is a function of the turn's stream from its beginning, so resuming with
+`starting_after=N` replays the stream, translates it again and sends what comes after event N:
+the same events with the same numbers, whether the stream is live or was rebuilt from Postgres
+(where each model step's text is one delta). A model step restarted after a crash
+(`step_restart`) closes its partial message as `incomplete`; the next attempt's text is a new
+output item, and the terminal event's response holds only what was stored.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+
+from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
+    ResponseContentPartAddedEvent,
+    ResponseContentPartDoneEvent,
+    ResponseCreatedEvent,
+    ResponseFailedEvent,
+    ResponseIncompleteEvent,
+    ResponseInProgressEvent,
+    ResponseOutputItemAddedEvent,
+    ResponseOutputItemDoneEvent,
+    ResponseOutputText,
+    ResponseQueuedEvent,
+    ResponseStreamEvent,
+    ResponseTextDeltaEvent,
+    ResponseTextDoneEvent,
+)
+
+from ...streaming import Entry
+from .views import output_message
+
+
+@dataclass
+class _Item:
+    step: int
+    index: int
+    text: str = ""
+
+
+@dataclass
+class Translator:
+    """Turns the entries of one turn's stream into Responses events."""
+
+    turn_id: uuid.UUID
+    initial: Response
+    """The response as `response.created` shows it (status queued or in_progress, no output)."""
+    background: bool
+    sequence: int = 0
+    outputs: int = 0
+    item: _Item | None = None
+
+    def _next(self) -> int:
+        n = self.sequence
+        self.sequence += 1
+        return n
+
+    def opening(self) -> list[ResponseStreamEvent]:
+        out: list[ResponseStreamEvent] = [
+            ResponseCreatedEvent(
+                type="response.created", response=self.initial, sequence_number=self._next()
+            )
+        ]
+        if self.background:
+            out.append(
+                ResponseQueuedEvent(
+                    type="response.queued", response=self.initial, sequence_number=self._next()
+                )
+            )
+        running = self.initial.model_copy(update={"status": "in_progress"})
+        out.append(
+            ResponseInProgressEvent(
+                type="response.in_progress", response=running, sequence_number=self._next()
+            )
+        )
+        return out
+
+    def feed(self, entry: Entry) -> list[ResponseStreamEvent]:
+        """The events one of our stream entries becomes (none for most tool traffic)."""
+        data = json.loads(entry.data) if entry.data else {}
+        match entry.event:
+            case "token":
+                return self._delta(int(data.get("step", 0)), str(data.get("text", "")))
+            case "message":
+                return self._close("completed")
+            case "step_restart":
+                return self._close("incomplete")
+            case _:
+                return []
+
+    def _delta(self, step: int, text: str) -> list[ResponseStreamEvent]:
+        out: list[ResponseStreamEvent] = []
+        if self.item is not None and self.item.step != step:
+            out += self._close("completed")
+        if self.item is None:
+            self.item = _Item(step, self.outputs)
+            self.outputs += 1
+            out += self._open(self.item)
+        if text:
+            self.item.text += text
+            out.append(
+                ResponseTextDeltaEvent(
+                    type="response.output_text.delta",
+                    item_id=self._item_id(self.item),
+                    output_index=self.item.index,
+                    content_index=0,
+                    delta=text,
+                    logprobs=[],
+                    sequence_number=self._next(),
+                )
+            )
+        return out
+
+    def _item_id(self, item: _Item) -> str:
+        return output_message(self.turn_id, item.step, "", status="in_progress").id
+
+    def _open(self, item: _Item) -> list[ResponseStreamEvent]:
+        message = output_message(self.turn_id, item.step, "", status="in_progress")
+        return [
+            ResponseOutputItemAddedEvent(
+                type="response.output_item.added",
+                item=message,
+                output_index=item.index,
+                sequence_number=self._next(),
+            ),
+            ResponseContentPartAddedEvent(
+                type="response.content_part.added",
+                item_id=message.id,
+                output_index=item.index,
+                content_index=0,
+                part=ResponseOutputText(type="output_text", text="", annotations=[]),
+                sequence_number=self._next(),
+            ),
+        ]
+
+    def _close(self, status: str) -> list[ResponseStreamEvent]:
+        item, self.item = self.item, None
+        if item is None:
+            return []
+        message = output_message(
+            self.turn_id,
+            item.step,
+            item.text,
+            status="completed" if status == "completed" else "incomplete",
+        )
+        text = ResponseOutputText(type="output_text", text=item.text, annotations=[])
+        return [
+            ResponseTextDoneEvent(
+                type="response.output_text.done",
+                item_id=message.id,
+                output_index=item.index,
+                content_index=0,
+                text=item.text,
+                logprobs=[],
+                sequence_number=self._next(),
+            ),
+            ResponseContentPartDoneEvent(
+                type="response.content_part.done",
+                item_id=message.id,
+                output_index=item.index,
+                content_index=0,
+                part=text,
+                sequence_number=self._next(),
+            ),
+            ResponseOutputItemDoneEvent(
+                type="response.output_item.done",
+                item=message,
+                output_index=item.index,
+                sequence_number=self._next(),
+            ),
+        ]
+
+    def closing(self, final: Response) -> list[ResponseStreamEvent]:
+        """The open item (if any) and the one terminal event, for the response as stored."""
+        out = self._close("incomplete" if final.status != "completed" else "completed")
+        n = self._next()
+        match final.status:
+            case "completed":
+                out.append(
+                    ResponseCompletedEvent(
+                        type="response.completed", response=final, sequence_number=n
+                    )
+                )
+            case "incomplete":
+                out.append(
+                    ResponseIncompleteEvent(
+                        type="response.incomplete", response=final, sequence_number=n
+                    )
+                )
+            case _:  # failed, cancelled
+                out.append(
+                    ResponseFailedEvent(type="response.failed", response=final, sequence_number=n)
+                )
+        return out

@@ -1,0 +1,158 @@
+"""Responses in OpenAI's shape, built with the official SDK's own types from a turn and its
+response row."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from fastapi.responses import JSONResponse
+from openai.types.responses import (
+    Response,
+    ResponseError,
+    ResponseOutputMessage,
+    ResponseOutputRefusal,
+    ResponseOutputText,
+    ResponseUsage,
+)
+from openai.types.responses.response import Conversation
+from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+from pydantic import BaseModel
+from sqlalchemy.orm import Session as Db
+
+from ...errors import NotFound
+from ...store import openai_records, repo
+from ...store import steps as step_store
+from ...store.models import Turn
+from ...store.openai_models import OpenAIResponse
+from ...vocabulary import TurnStatus
+from . import ids
+
+Status = Literal["completed", "failed", "in_progress", "cancelled", "queued", "incomplete"]
+STATUSES: dict[TurnStatus, Status] = {
+    TurnStatus.QUEUED: "queued",
+    TurnStatus.RUNNING: "in_progress",
+    TurnStatus.DONE: "completed",
+    TurnStatus.FAILED: "failed",
+    TurnStatus.CANCELLED: "cancelled",
+    TurnStatus.ROLLED_BACK: "completed",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """A response row, its turn, the turn's answers (step number, text) and cached tokens."""
+
+    record: OpenAIResponse
+    turn: Turn
+    answers: list[tuple[int, str]]
+    cached_tokens: int = 0
+
+    @property
+    def request(self) -> dict[str, Any]:
+        return self.record.request
+
+
+def load(db: Db, response_id: str, tenant_id: uuid.UUID, *, deleted_too: bool = False) -> Loaded:
+    """The tenant's response `response_id`; 404 for an unknown, deleted (unless
+    `deleted_too`: a response not stored, to its own request) or foreign one."""
+    turn_id = ids.parse(response_id, ids.RESPONSE, "response")
+    found = openai_records.response_and_turn(db, turn_id, tenant_id, deleted_too=deleted_too)
+    if found is None:
+        raise NotFound(f"response {response_id!r} not found", code="response_not_found")
+    record, turn = found
+    steps = step_store.steps_of_turn(db, turn_id)
+    numbers = {s.id: s.step_no for s in steps}
+    answers = [
+        (numbers.get(m.step_id, m.seq) if m.step_id else m.seq, m.content)
+        for m in repo.turn_messages(db, turn_id)
+        if m.role == "assistant" and m.content
+    ]
+    return Loaded(record, turn, answers, sum(s.cache_read_tokens for s in steps))
+
+
+def output_message(
+    turn_id: uuid.UUID,
+    step: int,
+    text: str,
+    *,
+    status: Literal["in_progress", "completed", "incomplete"],
+) -> ResponseOutputMessage:
+    parts: list[ResponseOutputText | ResponseOutputRefusal] = [
+        ResponseOutputText(type="output_text", text=text, annotations=[])
+    ]
+    return ResponseOutputMessage(
+        id=ids.output_item_id(turn_id, step),
+        type="message",
+        role="assistant",
+        status=status,
+        content=parts if text or status != "in_progress" else [],
+    )
+
+
+def usage_of(turn: Turn, cached_tokens: int) -> ResponseUsage:
+    return ResponseUsage(
+        input_tokens=turn.input_tokens,
+        input_tokens_details=InputTokensDetails(cached_tokens=cached_tokens, cache_write_tokens=0),
+        output_tokens=turn.output_tokens,
+        output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
+        total_tokens=turn.input_tokens + turn.output_tokens,
+    )
+
+
+def response_of(loaded: Loaded, *, status: Status | None = None, empty: bool = False) -> Response:
+    """The response as OpenAI's API shows it; `status` and `empty` give its first snapshot
+    (as `response.created` carries it) instead of its state now."""
+    turn, request = loaded.turn, loaded.request
+    current = status or STATUSES[turn.status]
+    ended = current in ("completed", "failed", "cancelled", "incomplete")
+    error = None
+    if current == "failed" and turn.error:
+        error = ResponseError(code="server_error", message=str(turn.error.get("message", "")))
+    conversation = None
+    if loaded.record.conversation:
+        conversation = Conversation(id=ids.conversation_id(loaded.record.session_id))
+    previous = loaded.record.previous_response_id
+    return Response(
+        id=ids.response_id(turn.id),
+        object="response",
+        created_at=turn.created_at.timestamp(),
+        completed_at=turn.finished_at.timestamp()
+        if turn.finished_at and current == "completed"
+        else None,
+        status=current,
+        model=request["model"],
+        output=[]
+        if empty
+        else [output_message(turn.id, n, text, status="completed") for n, text in loaded.answers],
+        instructions=request.get("instructions"),
+        metadata=request.get("metadata") or {},
+        parallel_tool_calls=request.get("parallel_tool_calls", True),
+        tool_choice=request.get("tool_choice") or "auto",
+        tools=[],
+        temperature=None,
+        top_p=None,
+        background=request.get("background", False),
+        previous_response_id=ids.response_id(previous) if previous else None,
+        conversation=conversation,
+        usage=usage_of(turn, loaded.cached_tokens) if ended and not empty else None,
+        error=error if not empty else None,
+        incomplete_details=None,
+        user=request.get("user"),
+    )
+
+
+def list_page(items: Sequence[BaseModel], *, has_more: bool) -> JSONResponse:
+    """OpenAI's list page: `data`, `first_id`, `last_id`, `has_more`."""
+    ids_of = [getattr(i, "id", None) for i in items]
+    return JSONResponse(
+        {
+            "object": "list",
+            "data": [i.model_dump(mode="json") for i in items],
+            "first_id": ids_of[0] if items else None,
+            "last_id": ids_of[-1] if items else None,
+            "has_more": has_more,
+        }
+    )
