@@ -25,6 +25,7 @@ class ProviderFields(TypedDict, total=False):
     no_tools_models: tuple[str, ...]
     free: bool
     local: bool
+    enabled: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, cast
+from typing import cast
 
 from sqlalchemy import Boolean, DateTime, ForeignKey, Index, Table, func
 from sqlalchemy.orm import Mapped, mapped_column
 
+from ..messages import JsonObject
 from .models import Base
 
 
@@ -30,7 +31,7 @@ class OpenAIResponse(Base):
     conversation: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
     """The session is a conversation (else the hidden session of a response chain)."""
     previous_response_id: Mapped[uuid.UUID | None] = mapped_column()
-    request: Mapped[dict[str, Any]] = mapped_column()
+    request: Mapped[JsonObject] = mapped_column()
     """OpenAI's request fields as accepted (model, instructions, metadata, background, input)."""
     deleted: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
@@ -44,7 +45,7 @@ class OpenAIConversation(Base):
     tenant_id: Mapped[uuid.UUID] = mapped_column(
         ForeignKey("tenants.id", ondelete="CASCADE"), index=True
     )
-    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", default=dict)
+    metadata_: Mapped[JsonObject] = mapped_column("metadata", default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import JsonValue
 from sqlalchemy import select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
@@ -104,9 +105,12 @@ def retarget_session(
         session.system_prompt = system_prompt
     if script is not None:
         metadata = dict(session.metadata_ or {})
-        done = list(metadata.get("script") or [])[: session.model_calls]
+        prior = metadata.get("script")
+        done: list[JsonValue] = (
+            list(prior)[: session.model_calls] if isinstance(prior, list) else []
+        )
         done += [{"text": ""}] * (session.model_calls - len(done))
-        metadata["script"] = done + script
+        metadata["script"] = [*done, *script]
         session.metadata_ = metadata
 
 

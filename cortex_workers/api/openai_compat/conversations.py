@@ -15,6 +15,7 @@ from openai.types.responses import ResponseInputText, ResponseOutputText
 from sqlalchemy.orm import Session as Db
 
 from ...errors import NotFound
+from ...messages import JsonObject
 from ...runtime import Runtime
 from ...store import openai_records, repo
 from ...store.db import transaction
@@ -111,7 +112,8 @@ def _update(
 ) -> OpenAIConversation:
     with transaction(rt.db) as db:
         row = _require(db, conversation_id, tenant_id)
-        row.metadata_ = body.metadata
+        metadata: JsonObject = dict(body.metadata)
+        row.metadata_ = metadata
         db.flush()
         return row
 
