@@ -9,6 +9,7 @@ import json
 import logging
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,6 +17,7 @@ import pytest
 from api.test_tenancy import PATH_PARAM, _bodies, _call, _fill, _routes_with_ids
 from support import Api, parse_sse
 
+import cortex_workers.api
 from cortex_workers.api.session_tokens import SessionGrant, sign
 from cortex_workers.vocabulary import TokenScope
 
@@ -237,14 +239,9 @@ def test_token_requests_are_validated(client: Api, body: dict[str, Any]) -> None
 def test_the_page_is_served_with_a_strict_content_security_policy(api: Api) -> None:
     r = httpx.get(f"{api.base_url}/ui")
     assert r.status_code == 307 and r.headers["location"].endswith("/ui/")
-    for path in [
-        "/ui/",
-        "/ui/app.js",
-        "/ui/chat.js",
-        "/ui/api.js",
-        "/ui/render.js",
-        "/ui/style.css",
-    ]:
+    page_files = sorted((Path(cortex_workers.api.__file__).parent / "ui").iterdir())
+    assert len(page_files) > 5, page_files
+    for path in ["/ui/", *(f"/ui/{f.name}" for f in page_files if f.name != "index.html")]:
         r = httpx.get(f"{api.base_url}{path}")
         assert r.status_code == 200, path
         csp = r.headers["content-security-policy"]
