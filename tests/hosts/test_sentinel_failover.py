@@ -7,7 +7,6 @@ answers 503 with Retry-After, and as before once one is."""
 from __future__ import annotations
 
 import json
-import tempfile
 import uuid
 from pathlib import Path
 
@@ -39,11 +38,13 @@ def test_a_failover_under_running_turns_loses_and_duplicates_nothing() -> None:
 
 @pytest.mark.timeout(120)
 @pytest.mark.usefixtures("redis_sentinel")
-def test_stream_entries_reach_the_replica_before_the_commit_and_follow_a_failover() -> None:
+def test_stream_entries_reach_the_replica_before_the_commit_and_follow_a_failover(
+    tmp_path: Path,
+) -> None:
     """A step's entries are on the replica when `flush` returns (the step then commits), so a
     failover right after loses none; the writer's connection to the dead primary fails the
     next attempt's writes once (that attempt is retried), and the retry writes to the new one."""
-    with SentinelCluster(Path(tempfile.mkdtemp(prefix="cortex-sentinel-"))) as cluster:
+    with SentinelCluster(tmp_path / "sentinel") as cluster:
         target = sentinel_target("", sentinels=cluster.sentinels, master=MASTER_NAME)
         client = redis.Redis(connection_pool=sync_pool("", target, max_connections=4, timeout=5))
         writer = PipelinedWriter(client.connection_pool)
