@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
-from .models import IfBusy, UsageGroup
-from .transport import Call
+from .models import IfBusy, JsonObject, UsageGroup
+from .transport import Call, Query
 
 
-def _drop_none(body: dict[str, Any]) -> dict[str, Any]:
+def _drop_none(body: Mapping[str, object]) -> dict[str, object]:
+    """A request body without its unset fields (the API checks the rest)."""
+
     return {k: v for k, v in body.items() if v is not None}
+
+
+def _query(**values: str | int | None) -> Query:
+    """A query string's parameters, without the unset ones."""
+    return {k: v for k, v in values.items() if v is not None}
 
 
 def create_session(
@@ -20,7 +28,7 @@ def create_session(
     provider: str | None,
     model: str | None,
     tools: list[str] | None,
-    metadata: dict[str, Any] | None,
+    metadata: JsonObject | None,
 ) -> Call:
     body = _drop_none(
         {
@@ -40,7 +48,7 @@ def get_session(session_id: str) -> Call:
 
 
 def messages(session_id: str, *, after: int | None, limit: int | None) -> Call:
-    params = _drop_none({"after": after, "limit": limit})
+    params = _query(after=after, limit=limit)
     return Call("GET", f"/v1/sessions/{session_id}/messages", params=params)
 
 
@@ -82,12 +90,12 @@ def decide_proposal(proposal_id: str, decision: str) -> Call:
 def create_job(
     instructions: str,
     input: Any,
-    result_schema: dict[str, Any],
+    result_schema: JsonObject,
     *,
     provider: str | None,
     model: str | None,
     max_attempts: int,
-    metadata: dict[str, Any] | None,
+    metadata: JsonObject | None,
 ) -> Call:
     body = _drop_none(
         {
@@ -109,13 +117,13 @@ def get_job(job_id: str) -> Call:
 
 def create_batch(
     instructions: str,
-    result_schema: dict[str, Any],
+    result_schema: JsonObject,
     inputs: list[Any],
     *,
     provider: str | None,
     model: str | None,
     max_attempts: int,
-    metadata: dict[str, Any] | None,
+    metadata: JsonObject | None,
 ) -> Call:
     body = _drop_none(
         {
@@ -136,7 +144,7 @@ def get_batch(batch_id: str) -> Call:
 
 
 def batch_results(batch_id: str, *, offset: int | None, limit: int | None) -> Call:
-    params = _drop_none({"offset": offset, "limit": limit})
+    params = _query(offset=offset, limit=limit)
     return Call("GET", f"/v1/batches/{batch_id}/results", params=params)
 
 
@@ -161,5 +169,5 @@ def get_budget() -> Call:
 
 
 def get_usage(*, start: str | None, end: str | None, group_by: UsageGroup | None) -> Call:
-    params = _drop_none({"from": start, "to": end, "group_by": group_by})
+    params = _query(**{"from": start, "to": end, "group_by": group_by})
     return Call("GET", "/v1/usage", params=params)

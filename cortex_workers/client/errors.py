@@ -7,7 +7,20 @@ comparing codes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired
+
+from pydantic import ConfigDict, JsonValue, with_config
+from typing_extensions import TypedDict
+
+
+@with_config(ConfigDict(extra="allow"))  # a newer server's fields are kept
+class ErrorDoc(TypedDict):
+    """An error as the API sends it: the body of an error response, and the `error` of a turn,
+    a step, a job or a batch's result (the server's `cortex_workers.messages.ErrorDoc`)."""
+
+    code: str
+    message: str
+    details: NotRequired[JsonValue]
 
 
 class CortexClientError(Exception):
@@ -129,9 +142,9 @@ class TurnCancelled(CortexClientError):
 
 
 class JobFailed(CortexClientError):
-    """An LLM function's job ended `failed`; `job` is its last state."""
+    """An LLM function's job ended `failed`; `error` is the job's, else each attempt's."""
 
-    def __init__(self, job_id: str, error: Any) -> None:
+    def __init__(self, job_id: str, error: ErrorDoc | list[str | None] | None) -> None:
         super().__init__(f"job {job_id} failed: {error}")
         self.job_id = job_id
         self.error = error

@@ -9,11 +9,15 @@ data, so a newer server never breaks an older client.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
 from ..vocabulary import ProposalStatus, ToolSeverity, TurnStatus
+
+JsonObject: TypeAlias = dict[str, JsonValue]
+"""A JSON object whose shape is open: a tool's arguments, a proposal's params, metadata, a JSON
+Schema (the server's `cortex_workers.messages.JsonObject`)."""
 
 
 class _Event(BaseModel):
@@ -38,7 +42,7 @@ class ToolCallEvent(_Event):
     event: Literal["tool_call"] = "tool_call"
     call_id: str = Field(alias="id_", default="")
     name: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
     step: int
 
 
@@ -61,7 +65,7 @@ class ProposalEvent(_Event):
     product: str
     rationale: str
     status: ProposalStatus
-    params: dict[str, Any]
+    params: JsonObject
     blast_radius: str | None = None
     reversible: bool | None = None
     expires_at: str | None = None

@@ -7,13 +7,13 @@ generated from it).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 from pydantic import BaseModel
 
 from ..vocabulary import JobStatus
 from .errors import JobFailed
-from .models import BatchResult, BatchResultsPage, Job
+from .models import BatchResult, BatchResultsPage, Job, JsonObject
 
 R = TypeVar("R", bound=BaseModel)
 POLL_S = (0.1, 0.2, 0.5, 1.0)
@@ -47,6 +47,15 @@ def page_values(page: BatchResultsPage, result: type[R]) -> list[R]:
     return [batch_value(r, result) for r in page.results]
 
 
+class JobOptions(TypedDict):
+    """The options a function's every job is created with."""
+
+    provider: str | None
+    model: str | None
+    max_attempts: int
+    metadata: JsonObject | None
+
+
 class FunctionSpec(Generic[R]):
     """What a function sends with each job: its instructions, its result's JSON Schema, and
     the options of its jobs."""
@@ -59,12 +68,12 @@ class FunctionSpec(Generic[R]):
         provider: str | None,
         model: str | None,
         max_attempts: int,
-        metadata: dict[str, Any] | None,
+        metadata: JsonObject | None,
     ) -> None:
         self.instructions = instructions
         self.result = result
         self.schema = result.model_json_schema()
-        self.options: dict[str, Any] = {
+        self.options: JobOptions = {
             "provider": provider,
             "model": model,
             "max_attempts": max_attempts,

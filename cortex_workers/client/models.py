@@ -6,9 +6,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, with_config
+from typing_extensions import TypedDict
 
 from ..vocabulary import BatchStatus, DeliveryStatus, JobStatus, ProposalStatus, TurnStatus
+from .errors import ErrorDoc
+from .events import JsonObject as JsonObject
 from .events import Usage
 
 IfBusy = Literal["enqueue", "reject", "interrupt"]
@@ -32,7 +35,7 @@ class Session(_Model):
     provider: str
     model: str
     tools: list[str] | None = None
-    metadata: dict[str, Any] = {}
+    metadata: JsonObject = {}
     summary: str = ""
     active_turn: ActiveTurn | None = None
     queued_turns: int = 0
@@ -41,11 +44,20 @@ class Session(_Model):
     created_at: datetime | None = None
 
 
+@with_config(ConfigDict(extra="allow"))  # a newer server's fields are kept
+class MessageToolCall(TypedDict):
+    """A tool call of an assistant message."""
+
+    id: str
+    name: str
+    arguments: JsonObject
+
+
 class StoredMessage(_Model):
     seq: int
     role: str
     content: str
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[MessageToolCall] | None = None
     tool_call_id: str | None = None
     name: str | None = None
     is_error: bool = False
@@ -66,6 +78,53 @@ class TurnAccepted(_Model):
     events_url: str
 
 
+@with_config(ConfigDict(extra="allow"))  # a newer server's fields are kept
+class TurnWarning(TypedDict):
+    """Something the turn recorded, e.g. tools offered through the prompt."""
+
+    code: str
+    message: str
+    step: int
+
+
+@with_config(ConfigDict(extra="allow"))  # a newer server's fields are kept
+class TurnStep(TypedDict, total=False):
+    """One step of a turn, as `GET /v1/turns/{id}` shows it."""
+
+    id: str
+    step_no: int
+    kind: str
+    status: str
+    attempt: int
+    parent_step_id: str | None
+    provider: str | None
+    model: str | None
+    fallback_from: str | None
+    usage: dict[str, int]
+    cost_usd: float
+    latency_ms: int | None
+    error: ErrorDoc | None
+    route: JsonObject | None
+    """The router's decision."""
+    redactions: dict[str, int] | None
+
+
+@with_config(ConfigDict(extra="allow"))  # a newer server's fields are kept
+class TurnToolCall(TypedDict, total=False):
+    """One tool call of a turn, with its result."""
+
+    id: str
+    name: str
+    arguments: JsonObject
+    status: str
+    is_error: bool
+    truncated: bool
+    severity: str
+    error: str | None
+    result: str | None
+    latency_ms: int | None
+
+
 class Turn(_Model):
     id: str
     session_id: str
@@ -73,12 +132,12 @@ class Turn(_Model):
     status: TurnStatus
     content: str
     answer: str | None = None
-    error: dict[str, Any] | None = None
-    warnings: list[dict[str, Any]] = []
+    error: ErrorDoc | None = None
+    warnings: list[TurnWarning] = []
     usage: Usage = Usage()
     cost_usd: float = 0.0
-    steps: list[dict[str, Any]] = []
-    tool_calls: list[dict[str, Any]] = []
+    steps: list[TurnStep] = []
+    tool_calls: list[TurnToolCall] = []
     created_at: datetime | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
@@ -91,11 +150,11 @@ class Proposal(_Model):
     turn_id: str
     action: str
     product: str
-    params: dict[str, Any] = {}
+    params: JsonObject = {}
     rationale: str = ""
     status: ProposalStatus
     expires_at: datetime | None = None
-    outcome: dict[str, Any] | None = None
+    outcome: JsonObject | None = None
 
 
 class Answer(_Model):
@@ -129,7 +188,7 @@ class Job(_Model):
     id: str
     status: JobStatus
     result: Any = None
-    error: dict[str, Any] | None = None
+    error: ErrorDoc | None = None
     attempts: list[JobAttempt] = []
     usage: Usage = Usage()
     cost_usd: float = 0.0
@@ -157,7 +216,7 @@ class BatchResult(_Model):
     job_id: str
     status: JobStatus
     result: Any = None
-    error: dict[str, Any] | None = None
+    error: ErrorDoc | None = None
 
 
 class BatchResultsPage(_Model):

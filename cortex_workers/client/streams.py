@@ -46,8 +46,9 @@ class FollowedTurn:
         rolled it back with an error)."""
         rolled_back = turn.status is TurnStatus.ROLLED_BACK and turn.error is not None
         if turn.status is TurnStatus.FAILED or rolled_back:
-            code = self.error.code if self.error else str((turn.error or {}).get("code", "failed"))
-            message = self.error.message if self.error else str((turn.error or {}).get("message"))
+            error = turn.error
+            code = self.error.code if self.error else (error["code"] if error else "failed")
+            message = self.error.message if self.error else str(error["message"] if error else None)
             raise TurnFailed(self.turn_id, code, message)
         if turn.status is TurnStatus.CANCELLED:
             raise TurnCancelled(self.turn_id)

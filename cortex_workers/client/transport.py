@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import httpx
 
@@ -25,6 +25,10 @@ DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_RETRIES = 5
 
 
+Query: TypeAlias = dict[str, str | int]
+"""A request's query parameters."""
+
+
 @dataclass(frozen=True, slots=True)
 class Call:
     """One API request."""
@@ -32,7 +36,7 @@ class Call:
     method: str
     path: str
     json: Any = None
-    params: dict[str, Any] | None = None
+    params: Query | None = None
     headers: dict[str, str] = field(default_factory=dict)
     resend_safe: bool = False
     """Sending it twice has the effect of sending it once."""

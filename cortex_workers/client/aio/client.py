@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 
 from ..functions import R
-from ..models import Answer, IfBusy
+from ..models import Answer, IfBusy, JsonObject
 from ..transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S, headers_for
 from .functions import AsyncFunction
 from .resources import (
@@ -92,7 +90,7 @@ class AsyncClient:
         provider: str | None = None,
         model: str | None = None,
         max_attempts: int = 3,
-        metadata: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
     ) -> AsyncFunction[R]:
         """An LLM function: `fn(input)` runs one job and returns its result as `result`;
         `fn.map(inputs)` runs one batch."""

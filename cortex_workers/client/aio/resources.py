@@ -14,6 +14,7 @@ from ..models import (
     IfBusy,
     Job,
     JobAccepted,
+    JsonObject,
     MessagesPage,
     Proposal,
     Session,
@@ -45,7 +46,7 @@ class Sessions(_Resource):
         provider: str | None = None,
         model: str | None = None,
         tools: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
     ) -> Session:
         call = calls.create_session(
             name=name,
@@ -114,12 +115,12 @@ class Jobs(_Resource):
         self,
         instructions: str,
         input: Any,
-        result_schema: dict[str, Any],
+        result_schema: JsonObject,
         *,
         provider: str | None = None,
         model: str | None = None,
         max_attempts: int = 3,
-        metadata: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
     ) -> JobAccepted:
         call = calls.create_job(
             instructions,
@@ -140,13 +141,13 @@ class Batches(_Resource):
     async def create(
         self,
         instructions: str,
-        result_schema: dict[str, Any],
+        result_schema: JsonObject,
         inputs: list[Any],
         *,
         provider: str | None = None,
         model: str | None = None,
         max_attempts: int = 3,
-        metadata: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
     ) -> BatchAccepted:
         call = calls.create_batch(
             instructions,

@@ -16,6 +16,7 @@ from ..models import (
     IfBusy,
     Job,
     JobAccepted,
+    JsonObject,
     MessagesPage,
     Proposal,
     Session,
@@ -47,7 +48,7 @@ class Sessions(_Resource):
         provider: str | None = None,
         model: str | None = None,
         tools: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
     ) -> Session:
         call = calls.create_session(
             name=name,
@@ -112,12 +113,12 @@ class Jobs(_Resource):
         self,
         instructions: str,
         input: Any,
-        result_schema: dict[str, Any],
+        result_schema: JsonObject,
         *,
         provider: str | None = None,
         model: str | None = None,
         max_attempts: int = 3,
-        metadata: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
     ) -> JobAccepted:
         call = calls.create_job(
             instructions,
@@ -138,13 +139,13 @@ class Batches(_Resource):
     def create(
         self,
         instructions: str,
-        result_schema: dict[str, Any],
+        result_schema: JsonObject,
         inputs: list[Any],
         *,
         provider: str | None = None,
         model: str | None = None,
         max_attempts: int = 3,
-        metadata: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
     ) -> BatchAccepted:
         call = calls.create_batch(
             instructions,
