@@ -54,7 +54,9 @@ def test_dev_runs_the_stack_restarts_dead_parts_and_keeps_data(
     env = dev_env(CORTEX_PLUGINS_DIR=str(plugins))
     proc = start_dev(dev_dir, port=port, flower_port=flower_port, log=log, env=env)
     try:
-        wait_until(lambda: api_ready(base), timeout=120, interval=0.5, what="dev stack ready")
+        # the banner comes once the API and a worker of every queue answer
+        wait_until(lambda: "is ready" in log.read_text(), timeout=240, what="dev stack ready")
+        assert api_ready(base)
         key = (dev_dir / "api-key").read_text().strip()
         assert key in log.read_text()  # printed with a curl example
         assert "curl" in log.read_text()
