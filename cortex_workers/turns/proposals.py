@@ -16,6 +16,7 @@ from ..store import proposals
 from ..store.db import transaction
 from ..store.models import Proposal
 from ..streaming import emit_session_notice
+from ..tools.idempotency import proposal_key
 from ..vocabulary import ProposalStatus
 from .events import proposal_changed
 
@@ -100,6 +101,7 @@ def execute(proposal_id: uuid.UUID) -> None:
         if row is None:
             return
         data = event_data(proposal_changed(row))  # the executor's argument: the event's data
+        data["idempotency_key"] = proposal_key(row.id)
     try:
         outcome, ok = dict(_executor(rt)(data)), True
     except Exception as exc:  # the operator's hook failed: recorded, visible

@@ -48,6 +48,7 @@ TABLES = {
     "schedules",
     "checkpoints",
     "timeline_events",
+    "tool_intents",
 }
 
 
