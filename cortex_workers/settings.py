@@ -35,6 +35,7 @@ from .llm_settings import (
     ProviderSettings,
     RateLimitSettings,
 )
+from .mcp_settings import McpSettings
 from .recovery_settings import RecoverySettings
 from .settings_values import CommaList, Duration, OptionalSecret, OptionalText
 from .settings_values import parse_duration as parse_duration
@@ -102,6 +103,8 @@ class TomlSource(PydanticBaseSettingsSource):
                 values.setdefault(field_name, retention[key])
         if "recovery" in data:
             values.setdefault("recovery", data["recovery"])
+        if "mcp" in data:  # `[mcp.servers.<name>]`: MCP servers as tool sources
+            values.setdefault("mcp", data["mcp"])
         # Empty strings from unset ${ENV} references mean "not configured".
         return {k: v for k, v in values.items() if v != ""}
 
@@ -191,6 +194,8 @@ class Settings(BaseSettings):
     llm_privacy: PrivacySettings = Field(default_factory=PrivacySettings)
     recovery: RecoverySettings = Field(default_factory=RecoverySettings)
     """`[recovery]` (env `CORTEX_RECOVERY`, JSON): loop guards, detectors, actions."""
+    mcp: McpSettings = Field(default_factory=McpSettings)
+    """`[mcp]` (env `CORTEX_MCP`, JSON): MCP servers whose tools sessions may use."""
 
     # Provider secrets and endpoints from the environment (they override the config file).
     openai_api_key: OptionalSecret = Field(default=None, validation_alias="OPENAI_API_KEY")

@@ -192,6 +192,8 @@ def model_context(rt: Runtime, claim: Claim, view: ModelStepView, plan: StepPlan
 
 
 def _tool_specs(rt: Runtime, names: list[str] | None) -> list[ToolSpec]:
+    if names is not None:  # `<server>.*` as that MCP server's tools now (none while it is down)
+        names = rt.tools.expand(names)
     try:
         return rt.tools.specs(names)
     except ValueError as exc:

@@ -93,6 +93,19 @@ def _executor(rt: Runtime) -> Executor:
     return cast(Executor, getattr(importlib.import_module(module), name))
 
 
+def _run_executor(rt: Runtime, data: dict[str, Any]) -> Mapping[str, Any]:
+    """An MCP call that awaited confirmation is sent now; any other proposal goes to the
+    configured executor."""
+    action = str(data["action"])
+    if action.startswith("mcp:") and rt.mcp is not None:
+        params = data.get("params")
+        result = rt.mcp.execute(
+            action, params if isinstance(params, dict) else {}, key=str(data["idempotency_key"])
+        )
+        return {"executed": True, "result": result}
+    return _executor(rt)(data)
+
+
 def execute(proposal_id: uuid.UUID) -> None:
     """Hand a confirmed proposal to the executor hook, exactly once."""
     rt = get_runtime()
@@ -103,7 +116,7 @@ def execute(proposal_id: uuid.UUID) -> None:
         data = event_data(proposal_changed(row))  # the executor's argument: the event's data
         data["idempotency_key"] = proposal_key(row.id)
     try:
-        outcome, ok = dict(_executor(rt)(data)), True
+        outcome, ok = dict(_run_executor(rt, data)), True
     except Exception as exc:  # the operator's hook failed: recorded, visible
         log.exception("proposal executor failed for %s", proposal_id)
         outcome, ok = {"error": f"{type(exc).__name__}: {exc}"}, False

@@ -63,10 +63,15 @@ def check_provider(rt: Runtime, spec: SessionSpec) -> None:
 
 
 def _check_tools(rt: Runtime, spec: SessionSpec) -> None:
-    """Every tool named is registered."""
+    """Every tool named is registered, and every `<server>.*` names a configured MCP server."""
     if spec.tools is None:
         return
-    unknown = sorted(set(spec.tools) - set(rt.tools.names()))
+    servers = rt.settings.mcp.servers
+    patterns = {n for n in spec.tools if n.endswith(".*")}
+    unknown = sorted(
+        (set(spec.tools) - patterns - set(rt.tools.names()))
+        | {p for p in patterns if p[:-2] not in servers}
+    )
     if unknown:
         raise InvalidRequest(
             f"unknown tools: {', '.join(unknown)}; see GET /v1/tools",

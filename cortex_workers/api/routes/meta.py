@@ -116,7 +116,8 @@ def tools(rt: RuntimeDep, _: TenantDep) -> ToolsOut:
             for t in loaded.registry.all()
         ],
         rejected=[
-            RejectedToolOut(source=r.source, name=r.name, reason=r.reason) for r in loaded.rejected
+            RejectedToolOut(source=r.source, name=r.name, reason=r.reason)
+            for r in loaded.all_rejected()
         ],
     )
 
