@@ -28,6 +28,7 @@ from ..mcp_settings import McpServerSettings
 from ..tools.idempotency import MCP_META_KEY
 from ..tools.registry import Tool
 from ..tools.results import ProposalRequest, ToolContext, ToolFailed
+from ..vocabulary import ToolSeverity
 from .connection import McpServer
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -103,6 +104,7 @@ def adapt(server: McpServer, tools: list[McpTool]) -> list[Tool]:
                 read_only=read_only and not confirm,
                 idempotent=idempotent,
                 source=f"mcp:{server.name}",
+                severity=ToolSeverity(own.severity) if own and own.severity else None,
                 server=server.name,
             )
         )

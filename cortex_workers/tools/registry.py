@@ -12,6 +12,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from cortex_workers.messages import ToolSpec
+from cortex_workers.vocabulary import ToolSeverity
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -50,6 +51,8 @@ class Tool:
     idempotent: bool = False
     """The receiver recognises a repeated idempotency key, so a takeover may send the call
     again with the same key (otherwise a call that may have happened ends "outcome unknown")."""
+    severity: ToolSeverity | None = None
+    """How a UI colours this tool's results, whatever they are (None: by the outcome)."""
     server: str | None = None
     """The MCP server it was discovered on (a session enables them all with `<server>.*`)."""
 

@@ -110,6 +110,7 @@ def run_call(
 ) -> ToolOutcome:
     """Run one tool call; never raises for tool problems."""
     started = time.monotonic()
+    tool: Tool | None = None
     try:
         tool = _resolve(registry, name, allowed, ctx)
         kwargs, ctx = _arguments(tool, arguments, ctx, cursor_key)
@@ -132,6 +133,8 @@ def run_call(
             outcome = replace(outcome, severity=ToolSeverity.WARNING)
     except _Refusal as refusal:
         outcome = ToolOutcome(refusal.content, True, False, 0, refusal.severity, refusal.error)
+    if tool is not None and tool.severity is not None:
+        outcome = replace(outcome, severity=tool.severity)
     return replace(outcome, latency_ms=round((time.monotonic() - started) * 1000))
 
 
