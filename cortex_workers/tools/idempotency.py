@@ -1,4 +1,4 @@
-"""Idempotency keys of tool calls (docs/tools.md, "Exactly once").
+"""Idempotency keys of tool calls (docs/mcp.md, "Exactly once").
 
 A call's key is derived from its turn, the model step that asked for it and the provider's
 call id, so every retry and takeover of the call carries the same key, and no other call

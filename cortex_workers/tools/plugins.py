@@ -48,7 +48,7 @@ class RejectedPlugin:
 class PluginBridge:
     """The `fn` of a plugin tool: sends the validated arguments to the endpoint.
 
-    Every call carries its `Idempotency-Key` (docs/tools.md, "Exactly once").
+    Every call carries its `Idempotency-Key` (docs/mcp.md, "Exactly once").
     GET sends them as query parameters (objects and arrays of objects JSON-encoded),
     POST as a JSON body. Returns the parsed JSON answer, or `{"text": body}` when it is
     not JSON. A non-2xx answer raises `UpstreamError(status, reason)`; a 3xx is not

@@ -30,7 +30,7 @@ class ToolContext:
     """The decoded `cursor` argument of a paginated tool (None on the first page)."""
     idempotency_key: str | None = None
     """Stable across retries and takeovers of this call: a receiver that remembers it can
-    recognise a repeat (docs/tools.md, "Exactly once")."""
+    recognise a repeat (docs/mcp.md, "Exactly once")."""
 
 
 current_call: ContextVar[ToolContext | None] = ContextVar("current_call", default=None)

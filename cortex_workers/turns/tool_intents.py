@@ -1,4 +1,4 @@
-"""Exactly-once side effects of tool calls (docs/tools.md, "Exactly once").
+"""Exactly-once side effects of tool calls (docs/mcp.md, "Exactly once").
 
 Before a tool with effects outside our database runs, the attempt is recorded (one
 autocommitted statement). A later attempt of the same call that finds the record knows the

@@ -5,7 +5,7 @@ plugin or MCP tool, or an operator's python tool, not declared read-only), commi
 the call is sent, with the idempotency key the receiver is given. A takeover that finds the
 row while the call has no result knows the call may have happened: it re-sends it with the
 same key only when the tool is idempotent by key, and otherwise ends the call with an
-"outcome unknown" result (docs/tools.md, "Exactly once").
+"outcome unknown" result (docs/mcp.md, "Exactly once").
 
 Revision ID: 0017
 Revises: 0016
