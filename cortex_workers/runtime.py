@@ -23,7 +23,7 @@ from .settings import DEFAULT_CONFIG, Settings, config_path, get_settings
 from .store.db import make_engine, make_sessionmaker
 from .stream_writer import PipelinedWriter
 from .tools import ToolRegistry
-from .tools.loading import LoadedTools, load_tools
+from .tools.loading import LoadedTools, Rejected, load_tools
 from .whiteboard import register_whiteboard_tools
 
 if TYPE_CHECKING:
@@ -96,8 +96,14 @@ class Runtime:
         )
         register_whiteboard_tools(loaded.registry, lambda: self.engine)
         if self.settings.mcp.servers:  # the `mcp` extra is imported only when it is used
-            from .mcp.sources import attach
-
+            try:
+                from .mcp.sources import attach
+            except ImportError as exc:
+                reason = (
+                    f"the mcp extra is not installed ({exc}): pip install 'cortex-workers[mcp]'"
+                )
+                loaded.rejected.append(Rejected("mcp", None, reason))
+                return loaded
             sources = attach(self.settings.mcp, loaded.registry)
             self.__dict__["_mcp_sources"] = sources
             loaded.dynamic_rejected = sources.rejected

@@ -30,7 +30,7 @@ MCP_LOG = Path(tempfile.mkdtemp(prefix="cortex-mcp-")) / "calls.jsonl"
 os.environ["MCP_TEST_LOG"] = str(MCP_LOG)
 os.environ["CORTEX_MCP"] = json.dumps(
     {
-        "refresh_s": 1,
+        "refresh_s": 2,
         "servers": {
             "weather": {
                 "url": URL,

@@ -33,6 +33,7 @@ class McpSources:
             name: McpServer(name, config, loop) for name, config in settings.servers.items()
         }
         self.unavailable: dict[str, str] = {}
+        self._last_seen: dict[str, list[str]] = {}
         self._stop = threading.Event()
         for server in self.servers.values():
             server.on_tools_changed = lambda name=server.name: self.refresh(name)
@@ -49,14 +50,30 @@ class McpSources:
             self.unavailable[name] = reason
             self._registry.replace_server(name, [])
             return
+        self._last_seen[name] = [t.name for t in tools]
         for refused in self._registry.replace_server(name, tools):
             log.warning("MCP server %s: a tool was not registered: %s", name, refused)
         if self.unavailable.pop(name, None) is not None:
             log.info("MCP server %s available again (%d tools)", name, len(tools))
 
     def refresh_all(self) -> None:
-        with ThreadPoolExecutor(max_workers=min(8, len(self.servers))) as pool:
-            list(pool.map(self.refresh, self.servers))
+        try:
+            with ThreadPoolExecutor(max_workers=min(8, len(self.servers))) as pool:
+                list(pool.map(self.refresh, self.servers))
+        except RuntimeError:  # the interpreter is shutting down
+            self._stop.set()
+
+    def unavailable_tools(self) -> set[str]:
+        """The names of the tools last seen on the servers that are down now."""
+        return {n for server in self.unavailable for n in self._last_seen.get(server, ())}
+
+    def owns(self, name: str) -> bool:
+        """Whether `name` is (or would be) a tool of a configured server: a session naming it
+        goes on without it while that server is down."""
+        return any(
+            name.startswith(f"{n}_" if c.tool_prefix is None else c.tool_prefix)
+            for n, c in self.settings.servers.items()
+        )
 
     def rejected(self) -> list[Rejected]:
         """The unavailable servers, for GET /v1/tools."""

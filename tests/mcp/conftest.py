@@ -1,5 +1,5 @@
 """The MCP tests: the HTTP server of `mcp_support` starts on first use; every process sees it
-at its next refresh (`refresh_s` is 1 s in the tests)."""
+at its next refresh (`refresh_s` is 2 s in the tests)."""
 
 from __future__ import annotations
 

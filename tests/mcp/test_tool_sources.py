@@ -91,3 +91,7 @@ def test_a_stopped_server_gives_an_is_error_result_and_the_turn_ends_done(
         timeout=30,
         what="the stopped server reported unavailable",
     )
+    # a session naming one of its tools goes on without it while the server is down
+    sid = client.scripted_session({"text": "fine without it"}, tools=["weather_forecast"])
+    turn = client.wait_turn(client.submit(sid, "forecast?"), timeout=60)
+    assert turn["status"] == "done" and turn["answer"] == "fine without it", turn

@@ -62,7 +62,8 @@ def test_an_idempotent_tool_is_sent_again_with_the_same_key_after_a_takeover(
     client: Api, fakes: Fakes, tools_restored: Workers
 ) -> None:
     result, requests = _killed_mid_call(client, fakes, tools_restored, "charge_card")
-    assert len(requests) == 2, requests
+    # twice at least (a loaded machine may take the step over once more: the key is the same)
+    assert len(requests) >= 2, requests
     keys = {r["idempotency_key"] for r in requests}
     assert len(keys) == 1 and None not in keys, keys
     assert not result["is_error"], result
