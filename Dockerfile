@@ -14,7 +14,7 @@ COPY pyproject.toml README.md ./
 COPY cortex_workers ./cortex_workers
 COPY config ./config
 COPY beat ./beat
-RUN pip install . \
+RUN pip install ".[mcp]" \
  && rm -rf cortex_workers build *.egg-info
 # What stays in /app: config/ (cortex.toml, alembic.ini, the Celery and ASGI entry points) and
 # beat/; the package itself runs from site-packages.

@@ -76,6 +76,8 @@ class TomlSource(PydanticBaseSettingsSource):
                 values.setdefault(field_name, retention[key])
         if "recovery" in data:
             values.setdefault("recovery", data["recovery"])
+        if "mcp" in data:  # `[mcp.servers.<name>]`: MCP servers as tool sources
+            values.setdefault("mcp", data["mcp"])
         # Empty strings from unset ${ENV} references mean "not configured".
         return {k: v for k, v in values.items() if v != ""}
 

@@ -1,8 +1,11 @@
 """Proposal executors: what happens when an operator confirms a proposed action.
 
 An executor is `fn(proposal: dict) -> dict` named by the setting `proposal_executor`
-(`module:function`). It runs once per confirmed proposal, on a `tools` worker; what it returns
-is recorded on the proposal; an exception marks it `execution_failed` with the message.
+(`module:function`). It runs at most once per confirmed proposal, on a `tools` worker (a worker
+that dies while running it leaves the proposal `execution_failed`, never re-run); what it
+returns is recorded on the proposal; an exception marks it `execution_failed` with the message.
+`proposal["idempotency_key"]` is the same for every attempt at the proposal: pass it on to the
+system that acts, so it can recognise a repeat.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import redis
 from sqlalchemy import Engine
@@ -24,8 +25,11 @@ from .settings import DEFAULT_CONFIG, Settings, config_path, get_settings
 from .store.db import make_engine, make_sessionmaker
 from .stream_writer import PipelinedWriter
 from .tools import ToolRegistry
-from .tools.loading import LoadedTools, load_tools
+from .tools.loading import LoadedTools, Rejected, load_tools
 from .whiteboard import register_whiteboard_tools
+
+if TYPE_CHECKING:
+    from .mcp.sources import McpSources
 
 
 @dataclass
@@ -99,7 +103,26 @@ class Runtime:
             plugins_dir=Path(plugins) if plugins else default,
         )
         register_whiteboard_tools(loaded.registry, lambda: self.engine)
+        if self.settings.mcp.servers:  # the `mcp` extra is imported only when it is used
+            try:
+                from .mcp.sources import attach
+            except ImportError as exc:
+                reason = (
+                    f"the mcp extra is not installed ({exc}): pip install 'cortex-workers[mcp]'"
+                )
+                loaded.rejected.append(Rejected("mcp", None, reason))
+                return loaded
+            sources = attach(self.settings.mcp, loaded.registry)
+            self.__dict__["_mcp_sources"] = sources
+            loaded.dynamic_rejected = sources.rejected
         return loaded
+
+    @property
+    def mcp(self) -> McpSources | None:
+        """The MCP servers whose tools this process offers (None: none configured)."""
+        _ = self.loaded_tools
+        sources: McpSources | None = self.__dict__.get("_mcp_sources")
+        return sources
 
     @property
     def tools(self) -> ToolRegistry:
@@ -117,8 +140,11 @@ class Runtime:
         return load_agents(directory, self.settings.agents)
 
     def reload_tools(self) -> None:
-        """Read tool modules and plugin manifests again (SIGHUP)."""
+        """Read tool modules, plugin manifests and MCP servers' tools again (SIGHUP)."""
         self.__dict__.pop("loaded_tools", None)
+        old: McpSources | None = self.__dict__.pop("_mcp_sources", None)
+        if old is not None:
+            old.stop()
         self.__dict__.pop("agents", None)
         _ = self.loaded_tools
 

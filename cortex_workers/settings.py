@@ -35,6 +35,7 @@ from .llm_settings import (
     ProviderSettings,
     RateLimitSettings,
 )
+from .mcp_settings import McpSettings
 from .recovery_settings import RecoverySettings
 from .redis_target import SENTINEL_SCHEME, SentinelTarget, broker_url_for, sentinel_target
 from .settings_values import CommaList, Duration, OptionalSecret, OptionalText
@@ -109,6 +110,8 @@ class Settings(BaseSettings):
     llm_privacy: PrivacySettings = Field(default_factory=PrivacySettings)
     recovery: RecoverySettings = Field(default_factory=RecoverySettings)
     """`[recovery]` (env `CORTEX_RECOVERY`, JSON): loop guards, detectors, actions."""
+    mcp: McpSettings = Field(default_factory=McpSettings)
+    """`[mcp]` (env `CORTEX_MCP`, JSON): MCP servers whose tools sessions may use."""
 
     # Provider secrets and endpoints from the environment (they override the config file).
     openai_api_key: OptionalSecret = Field(default=None, validation_alias="OPENAI_API_KEY")

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import agents.cards_dir  # noqa: F401  (the run's agent cards, before any worker starts)
+import mcp_support  # noqa: F401  (the run's MCP servers, before any worker starts)
 import psycopg
 import pytest
 from fakes.anthropic_server import FakeAnthropic

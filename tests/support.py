@@ -392,6 +392,8 @@ class Bridge:
 
         bridge = self
         self.requests: list[dict[str, Any]] = []
+        self.holds: dict[str, threading.Event] = {}
+        """Paths whose requests are held (at most 30 s) until the event is set."""
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (stdlib name)
@@ -400,9 +402,13 @@ class Bridge:
                     {
                         "path": self.path,
                         "auth": self.headers.get("authorization"),
+                        "idempotency_key": self.headers.get("idempotency-key"),
                         "json": json.loads(body or b"null"),
                     }
                 )
+                hold = bridge.holds.get(self.path)
+                if hold is not None:
+                    hold.wait(30)
                 reply = json.dumps(
                     {
                         "hits": [{"key": "OPS-1", "summary": "disk full"}],
@@ -455,6 +461,18 @@ endpoint: {{method: POST, url: "http://localhost:{port}/tickets/search"}}
 timeout: 5s
 """)
     (directory / "broken.yaml").write_text("name: broken\nendpoint: [not, a, mapping\n")
+    for name, idempotent in (("charge_card", "true"), ("send_letter", "false")):
+        (directory / f"{name}.yaml").write_text(f"""
+name: {name}
+description: An action with a side effect (tests/tools/test_exactly_once.py).
+parameters:
+  ref: {{type: string}}
+endpoint: {{method: POST, url: "http://127.0.0.1:{port}/effects/{name}"}}
+allow_private_host: true
+read_only: false
+idempotent: {idempotent}
+timeout: 20s
+""")
 
 
 def require_program(name: str, why: str) -> str:

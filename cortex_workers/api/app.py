@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import signal
@@ -85,7 +86,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     )
     app.state.turn_lookups = TurnLookups(rt)
     try:
-        yield
+        async with app.state.mcp_running():
+            yield
     finally:
         await app.state.redis.aclose()
         shutdown_tracing()
@@ -98,6 +100,16 @@ def _without_native_telemetry() -> dict[str, Any]:
     if "telemetry" not in inspect.signature(FastAPI).parameters:
         return {}
     return {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
+
+
+def _mount_mcp(app: FastAPI) -> Any:
+    """`/mcp` when the `mcp` extra is installed (docs/mcp.md); nothing to run otherwise."""
+    try:
+        from .mcp_endpoint import mount
+    except ImportError:
+        log.info("/mcp is off: the mcp extra is not installed")
+        return contextlib.nullcontext
+    return mount(app)
 
 
 def create_app() -> FastAPI:
@@ -136,6 +148,7 @@ def create_app() -> FastAPI:
     install_openai(app)
     ui.mount(app)
     docs_pages.mount(app)
+    app.state.mcp_running = _mount_mcp(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.request_max_bytes)
     app.add_middleware(OpenAIErrors)  # outside the size limit: its 413s too
     app.add_middleware(RequestTelemetry)  # outermost: measures the 413s too

@@ -77,6 +77,13 @@ async def tenant(
     return await _tenant_of_key(rt, key)
 
 
+async def tenant_of_key(rt: Runtime, key: str) -> uuid.UUID:
+    """The tenant of an API key; HTTPException 401 when it is unknown, revoked or malformed."""
+    if looks_like_token(key) or not key:
+        raise _unauthorized("use Authorization: Bearer <api key>")
+    return await _tenant_of_key(rt, key)
+
+
 async def _tenant_of_key(rt: Runtime, key: str) -> uuid.UUID:
     if len(key) > 200:
         raise _unauthorized("use Authorization: Bearer <api key>")

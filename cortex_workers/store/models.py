@@ -461,4 +461,5 @@ workers_table = cast(Table, Worker.__table__)
 # Budget tables are declared in their own module, on the same metadata.
 from . import budget_models as budget_models  # noqa: E402
 from . import checkpoint_models as checkpoint_models  # noqa: E402
+from . import intents as intents  # noqa: E402
 from . import openai_models as openai_models  # noqa: E402

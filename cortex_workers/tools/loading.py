@@ -36,6 +36,13 @@ class Rejected:
 class LoadedTools:
     registry: ToolRegistry
     rejected: list[Rejected] = field(default_factory=list)
+    dynamic_rejected: Callable[[], list[Rejected]] | None = None
+    """Sources whose state changes while the process runs (unavailable MCP servers)."""
+
+    def all_rejected(self) -> list[Rejected]:
+        """Every source that did not load, and why, as of now."""
+        extra = self.dynamic_rejected() if self.dynamic_rejected is not None else []
+        return [*self.rejected, *extra]
 
 
 def _register_with(

@@ -4,7 +4,7 @@ Keys: `name`, `description`, `endpoint: {method: GET|POST, url}`, and optionally
 (property name -> JSON Schema, or a full object schema), `auth: {type: bearer, token:
 "${ENV_VAR}"}`, `allowed_tenants` (globs over tenant names), `timeout` (a duration such as
 "10s", "2m", "500ms", or seconds; default 10 s, at most 300 s), `allow_private_host` (default
-false) and `read_only` (default true). See docs/tools.md.
+false), `read_only` (default true) and `idempotent` (default false). See docs/tools.md.
 
 A manifest that cannot be used raises `InvalidManifest`; its message names the field and says
 what is wrong, and never quotes a resolved token.
@@ -323,6 +323,9 @@ class PluginManifest(_Table):
     allow_private_host: Flag = False
     """Whether the endpoint may be a loopback, private or CGNAT address (docs/tools.md)."""
     read_only: Flag = True
+    idempotent: Flag = False
+    """The endpoint recognises a repeated `Idempotency-Key`: a takeover may re-send a call
+    that may already have happened (otherwise it ends "outcome unknown")."""
 
     @model_validator(mode="after")
     def _host_allowed(self) -> PluginManifest:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cortex_workers.tools import http_guard
+from cortex_workers.tools.idempotency import HEADER as IDEMPOTENCY_HEADER
 from cortex_workers.tools.manifests import (
     HARD_CEILING_S,
     InvalidManifest,
@@ -28,7 +29,7 @@ from cortex_workers.tools.manifests import (
     read_manifest,
 )
 from cortex_workers.tools.registry import Tool
-from cortex_workers.tools.results import UpstreamError
+from cortex_workers.tools.results import UpstreamError, current_call
 
 from ..messages import JsonObject
 
@@ -49,6 +50,7 @@ class RejectedPlugin:
 class PluginBridge:
     """The `fn` of a plugin tool: sends the validated arguments to the endpoint.
 
+    Every call carries its `Idempotency-Key` (docs/mcp.md, "Exactly once").
     GET sends them as query parameters (objects and arrays of objects JSON-encoded),
     POST as a JSON body. Returns the parsed JSON answer, or `{"text": body}` when it is
     not JSON. A non-2xx answer raises `UpstreamError(status, reason)`; a 3xx is not
@@ -78,6 +80,9 @@ class PluginBridge:
         headers = {"Accept": "application/json", "User-Agent": "cortex-workers-plugin"}
         if self._token is not None:
             headers["Authorization"] = f"Bearer {self._token}"
+        call = current_call.get()
+        if call is not None and call.idempotency_key is not None:
+            headers[IDEMPOTENCY_HEADER] = call.idempotency_key
         get = self.method == "GET"
         try:
             response = http_guard.guarded_request(
@@ -169,6 +174,7 @@ def plugin_tool(manifest: PluginManifest) -> Tool:
         fn=bridge,
         timeout_s=manifest.timeout,
         read_only=manifest.read_only,
+        idempotent=manifest.idempotent,
         max_timeout_s=HARD_CEILING_S,
         allowed_tenants=manifest.allowed_tenants,
         source="plugin",

@@ -12,6 +12,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from cortex_workers.messages import ToolSpec
+from cortex_workers.vocabulary import ToolSeverity
 
 from ..messages import JsonObject
 
@@ -49,7 +50,20 @@ class Tool:
     takes_context: bool = False
     """`fn(ctx, **arguments)` with a `ToolContext` instead of `fn(**arguments)`."""
     source: str = "builtin"
-    """Where it came from: builtin, module, entry_point or plugin (shown by GET /v1/tools)."""
+    """Where it came from: builtin, module, entry_point, plugin or mcp:<server> (GET /v1/tools)."""
+    idempotent: bool = False
+    """The receiver recognises a repeated idempotency key, so a takeover may send the call
+    again with the same key (otherwise a call that may have happened ends "outcome unknown")."""
+    severity: ToolSeverity | None = None
+    """How a UI colours this tool's results, whatever they are (None: by the outcome)."""
+    server: str | None = None
+    """The MCP server it was discovered on (a session enables them all with `<server>.*`)."""
+
+    @property
+    def has_effects(self) -> bool:
+        """Whether a call changes something outside our database, so it is recorded as an
+        intent before it is sent (built-in tools keep their effects in our own statements)."""
+        return not self.read_only and self.source != "builtin"
 
     def spec(self) -> ToolSpec:
         """The tool as offered to the model (a paginated tool also takes `cursor`)."""
@@ -103,9 +117,40 @@ class ToolRegistry:
                 raise ValueError(f"tool {tool.name!r} is already registered")
             self._tools[tool.name] = tool
 
+    def replace_server(self, server: str, tools: Sequence[Tool]) -> list[str]:
+        """Make `tools` the tools of MCP server `server` (none: it is unavailable); returns the
+        names that could not be registered, with the reason."""
+        refused: list[str] = []
+        with self._lock:
+            kept = {n: t for n, t in self._tools.items() if t.server != server}
+            for t in tools:
+                try:
+                    _check_tool(t)
+                except ValueError as exc:
+                    refused.append(str(exc))
+                    continue
+                if t.name in kept:
+                    refused.append(f"tool {t.name!r} is already registered")
+                    continue
+                kept[t.name] = t
+            self._tools = kept
+        return refused
+
+    def expand(self, names: Sequence[str]) -> list[str]:
+        """`names` with each `<server>.*` replaced by that MCP server's current tools."""
+        out: list[str] = []
+        for n in names:
+            if n.endswith(".*"):
+                server = n[:-2]
+                out += [t.name for t in self.all() if t.server == server and t.name not in out]
+            elif n not in out:
+                out.append(n)
+        return out
+
     def all(self) -> list[Tool]:
         """Every registered tool, by name."""
-        return [self._tools[n] for n in sorted(self._tools)]
+        tools = self._tools
+        return [tools[n] for n in sorted(tools)]
 
     def get(self, name: str) -> Tool | None:
         """The tool called `name`, or None."""

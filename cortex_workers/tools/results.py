@@ -4,11 +4,14 @@
 - `UpstreamError`: the system behind the tool answered with an HTTP error.
 - `ToolInputError`: the arguments are well-formed but wrong (the model can correct them).
 - `ProposalRequest`: `propose_action`'s only effect: a proposal for an operator to confirm.
-- `ToolContext`: who is calling (session, turn, call) and the decoded cursor, for tools that ask.
+- `ToolContext`: who is calling (session, turn, call), the call's idempotency key and the
+  decoded cursor, for tools that ask (and, through `current_call`, for any tool).
+- `ToolFailed`: the tool itself reported a failure (an MCP `isError` result).
 """
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from ..errors import ToolError
@@ -30,6 +33,17 @@ class ToolContext:
     tenant_name: str | None = None
     """The operator's name of the tenant (`keys create --tenant NAME`): what a tool's
     `allowed_tenants` globs match."""
+    idempotency_key: str | None = None
+    """Stable across retries and takeovers of this call: a receiver that remembers it can
+    recognise a repeat (docs/mcp.md, "Exactly once")."""
+
+
+current_call: ContextVar[ToolContext | None] = ContextVar("current_call", default=None)
+"""The call being run, in the thread that runs it (set by the router)."""
+
+
+class ToolFailed(Exception):
+    """The tool answered with a failure of its own (shown to the model as an error result)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,8 @@ severity tells a UI how to colour it: none, gray, yellow, red):
 | slow, but done before the hard ceiling  | no       | the result                   | warning  |
 | hard ceiling exceeded                   | yes      | `{"error": "tool_timeout", …}`| warning  |
 | upstream answered 5xx / 4xx             | yes      | `upstream: 503 …`            | error    |
+| the tool reported a failure (MCP isError)| yes     | `error: …`                   | error    |
+| may have run before a takeover          | yes      | `outcome unknown: …`         | error    |
 | result over the cap                     | no       | `{…, "truncated": true}`     | info     |
 | the tool raised (a bug)                 | yes      | `internal error`             | error    |
 
@@ -41,12 +43,20 @@ from .capping import cap_result
 from .cursors import CursorError, open_cursor, seal_cursor
 from .http_guard import BlockedAddress, ResponseTooLarge
 from .registry import Tool, ToolRegistry
-from .results import Page, ProposalRequest, ToolContext, UpstreamError
+from .results import Page, ProposalRequest, ToolContext, ToolFailed, UpstreamError, current_call
 
 log = logging.getLogger(__name__)
 
 ToolErrorKind = Literal[
-    "validation", "forbidden", "input", "timeout", "upstream", "blocked", "internal"
+    "validation",
+    "forbidden",
+    "input",
+    "timeout",
+    "upstream",
+    "blocked",
+    "internal",
+    "tool",
+    "outcome_unknown",
 ]
 """Why a call failed (stored with its result as `error_kind`)."""
 
@@ -101,6 +111,7 @@ def run_call(
 ) -> ToolOutcome:
     """Run one tool call; never raises for tool problems."""
     started = time.monotonic()
+    tool: Tool | None = None
     try:
         tool = _resolve(registry, name, allowed, ctx)
         kwargs, ctx = _arguments(tool, arguments, ctx, cursor_key)
@@ -123,6 +134,8 @@ def run_call(
             outcome = replace(outcome, severity=ToolSeverity.WARNING)
     except _Refusal as refusal:
         outcome = ToolOutcome(refusal.content, True, False, 0, refusal.severity, refusal.error)
+    if tool is not None and tool.severity is not None:
+        outcome = replace(outcome, severity=tool.severity)
     return replace(outcome, latency_ms=round((time.monotonic() - started) * 1000))
 
 
@@ -138,7 +151,8 @@ def tenant_allowed(tool: Tool, *, tenant_id: str, tenant_name: str | None) -> bo
 def _resolve(
     registry: ToolRegistry, name: str, allowed: Sequence[str] | None, ctx: ToolContext
 ) -> Tool:
-    available = [n for n in registry.names() if allowed is None or n in allowed]
+    permitted = None if allowed is None else set(registry.expand(allowed))
+    available = [n for n in registry.names() if permitted is None or n in permitted]
     tool = registry.get(name) if isinstance(name, str) else None
     if tool is None or tool.name not in available:
         listed = ", ".join(available) or "(none)"
@@ -195,7 +209,11 @@ def _call(
         finally:
             finished.set()
 
-    context = contextvars.copy_context()
+    token = current_call.set(ctx)
+    try:
+        context = contextvars.copy_context()
+    finally:
+        current_call.reset(token)
     started = time.monotonic()
     threading.Thread(
         target=lambda: context.run(target), name=f"tool-{tool.name}", daemon=True
@@ -222,6 +240,8 @@ def _classify(tool: Tool, exc: BaseException) -> _Refusal:
         return _Refusal(
             f"upstream: {exc.status}{reason}", error="upstream", severity=ToolSeverity.ERROR
         )
+    if isinstance(exc, ToolFailed):
+        return _Refusal(f"error: {exc}", error="tool", severity=ToolSeverity.ERROR)
     if isinstance(exc, ToolError):
         return _Refusal(f"invalid: {exc.message}", error="input")
     if isinstance(exc, BlockedAddress):  # an operator's manifest points somewhere forbidden
@@ -262,3 +282,19 @@ def _shape(
 def _duration(seconds: float) -> str:
     minutes, rest = divmod(int(seconds), 60)
     return f"{minutes}m{rest}s" if minutes else f"{seconds:.1f}s"
+
+
+def outcome_unknown(name: str) -> ToolOutcome:
+    """The result of a call with side effects that an earlier attempt may already have made
+    (its worker stopped before recording the result) and that is not repeated, because the
+    tool does not declare itself idempotent by key."""
+    return ToolOutcome(
+        f"outcome unknown: the call to {name} may or may not have taken effect (the worker "
+        "running it stopped before its result was recorded); it was not repeated. Check its "
+        "effect before calling it again.",
+        True,
+        False,
+        0,
+        ToolSeverity.ERROR,
+        "outcome_unknown",
+    )

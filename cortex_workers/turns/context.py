@@ -194,6 +194,11 @@ def model_context(rt: Runtime, claim: Claim, view: ModelStepView, plan: StepPlan
 
 
 def _tool_specs(rt: Runtime, names: list[str] | None) -> list[ToolSpec]:
+    if names is not None:  # `<server>.*` as that MCP server's tools now (none while it is down)
+        names = rt.tools.expand(names)
+        mcp = rt.mcp
+        if mcp is not None:  # a down server's tools are not offered; the turn goes on
+            names = [n for n in names if n in rt.tools or not mcp.owns(n)]
     try:
         return rt.tools.specs(names)
     except ValueError as exc:

@@ -69,7 +69,7 @@ def _context(
         history = [to_message(m) for m in earlier]
         tenant_mode = tenant_admin.overrides_of(db, session.tenant_id).mode
     try:
-        tools = rt.tools.specs(session.tools)
+        tools = rt.tools.specs(None if session.tools is None else rt.tools.expand(session.tools))
     except ValueError as exc:
         raise InvalidRequest(
             f"the session names a tool that is not registered: {exc}", code="tool_unknown"

@@ -18,6 +18,7 @@ from ..store import proposals
 from ..store.db import transaction
 from ..store.models import Proposal
 from ..streaming import emit_session_notice
+from ..tools.idempotency import proposal_key
 from ..vocabulary import ProposalStatus
 from .events import proposal_changed
 
@@ -94,6 +95,19 @@ def _executor(rt: Runtime) -> Executor:
     return cast(Executor, getattr(importlib.import_module(module), name))
 
 
+def _run_executor(rt: Runtime, data: dict[str, Any]) -> Mapping[str, Any]:
+    """An MCP call that awaited confirmation is sent now; any other proposal goes to the
+    configured executor."""
+    action = str(data["action"])
+    if action.startswith("mcp:") and rt.mcp is not None:
+        params = data.get("params")
+        result = rt.mcp.execute(
+            action, params if isinstance(params, dict) else {}, key=str(data["idempotency_key"])
+        )
+        return {"executed": True, "result": result}
+    return _executor(rt)(data)
+
+
 def execute(proposal_id: uuid.UUID) -> None:
     """Hand a confirmed proposal to the executor hook, exactly once."""
     rt = get_runtime()
@@ -102,8 +116,9 @@ def execute(proposal_id: uuid.UUID) -> None:
         if row is None:
             return
         data = event_data(proposal_changed(row))  # the executor's argument: the event's data
+        data["idempotency_key"] = proposal_key(row.id)
     try:
-        outcome, ok = dict(_executor(rt)(data)), True
+        outcome, ok = dict(_run_executor(rt, data)), True
     except Exception as exc:  # the operator's hook failed: recorded, visible
         log.exception("proposal executor failed for %s", proposal_id)
         outcome, ok = {"error": f"{type(exc).__name__}: {exc}"}, False

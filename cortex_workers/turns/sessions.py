@@ -71,10 +71,17 @@ def check_provider(rt: Runtime, spec: SessionSpec) -> None:
 
 
 def _check_tools(rt: Runtime, spec: SessionSpec) -> None:
-    """Every tool named is registered."""
+    """Every tool named is registered (or belongs to a configured MCP server that is down
+    now), and every `<server>.*` names a configured MCP server."""
     if spec.tools is None:
         return
-    unknown = sorted(set(spec.tools) - set(rt.tools.names()))
+    servers = rt.settings.mcp.servers
+    patterns = {n for n in spec.tools if n.endswith(".*")}
+    mcp = rt.mcp
+    missing = set(spec.tools) - patterns - set(rt.tools.names())
+    if mcp is not None:
+        missing = {n for n in missing if n not in mcp.unavailable_tools()}
+    unknown = sorted(missing | {p for p in patterns if p[:-2] not in servers})
     if unknown:
         raise InvalidRequest(
             f"unknown tools: {', '.join(unknown)}; see GET /v1/tools",

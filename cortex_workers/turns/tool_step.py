@@ -4,8 +4,9 @@ result with the step's record; the result that completes its batch adds the turn
 step in that statement (decided under the session's row lock and the batch's count, so exactly
 once).
 
-`propose_action` is the only tool with an effect, and its effect is only a proposal row,
-written by the same statement as the call's result (a redelivered step adds nothing).
+`propose_action`'s effect is only a proposal row, written by the same statement as the call's
+result (a redelivered step adds nothing). A tool with effects outside our database is recorded
+as an intent before it is sent (`tool_intents`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .liveness import holder
 from .observe import StepOutcome, count_step, step_scope, tool_ran, tool_run
 from .step_record import StepRecord
 from .steps import NextStep, Publish
+from .tool_intents import before_call
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +199,17 @@ def _wait(rt: Runtime, call: _Call, record: StepRecord) -> list[NextStep]:
 
 def _run(rt: Runtime, call: _Call, progress: Callable[[float], None]) -> ToolOutcome:
     v = call.view
+    intent = before_call(
+        rt,
+        tool_call_id=call.tool_call_id,
+        turn_id=call.claim.turn_id,
+        model_step_no=v.parent_no,
+        call_id=v.call_id,
+        name=v.name,
+        attempt=call.claim.attempt,
+    )
+    if intent.refused is not None:
+        return intent.refused
     return run_call(
         rt.tools,
         v.name,
@@ -212,6 +225,7 @@ def _run(rt: Runtime, call: _Call, progress: Callable[[float], None]) -> ToolOut
             call_id=v.call_id,
             tenant_id=str(v.tenant_id),
             tenant_name=v.tenant_name,
+            idempotency_key=intent.key,
         ),
     )
 

@@ -52,6 +52,7 @@ TABLES = {
     "timeline_events",
     "openai_responses",
     "openai_conversations",
+    "tool_intents",
 }
 
 

@@ -126,7 +126,7 @@ def tools(rt: RuntimeDep, tenant_id: TenantDep) -> ToolsOut:
         ],
         rejected=[
             RejectedToolOut(source=shown_source(r.source), name=r.name, reason=r.reason)
-            for r in loaded.rejected
+            for r in loaded.all_rejected()
         ],
     )
 

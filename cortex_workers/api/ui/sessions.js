@@ -90,10 +90,9 @@ export class SessionList {
 
 function toolBox(tool) {
   const id = `tool-${tool.name}`;
-  const restricted = tool.allowed_sessions ? ` (only for sessions matching ${tool.allowed_sessions.join(", ")})` : "";
   const input = el("input", { type: "checkbox", id, name: "tools", value: tool.name,
-    checked: tool.source === "builtin" && !tool.allowed_sessions ? "" : null });
-  return el("label", { for: id, title: tool.description }, input, `${tool.name}${restricted}`);
+    checked: tool.source === "builtin" ? "" : null });
+  return el("label", { for: id, title: tool.description }, input, tool.name);
 }
 
 /** Providers' concrete models and the tools (built-in ones ticked; whiteboard ones apart). */

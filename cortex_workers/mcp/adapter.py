@@ -1,0 +1,142 @@
+"""An MCP server's tools as ours, and their results as what the model reads.
+
+A tool's name here is the server's `tool_prefix` (default `<server>_`) and its own name, made
+to fit every provider's rule. Its `read_only` and `idempotent` come from the tool's
+annotations (`readOnlyHint`, `idempotentHint`) unless the operator's settings say otherwise.
+Results: text blocks joined, `structuredContent` as `structured`, resource links and embedded
+resources by uri, images and audio described by type (providers take tool images
+differently; docs/mcp.md). An `isError` result raises `ToolFailed`, which the model reads as
+an error result.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mcp_types import (
+    AudioContent,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+)
+from mcp_types import Tool as McpTool
+
+from ..mcp_settings import McpServerSettings
+from ..tools.idempotency import MCP_META_KEY
+from ..tools.registry import Tool
+from ..tools.results import ProposalRequest, ToolContext, ToolFailed
+from ..vocabulary import ToolSeverity
+from .connection import McpServer
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+CONFIRMED_ACTION = "mcp:"
+"""The action of a proposal that is an MCP call awaiting confirmation: `mcp:<server>:<tool>`."""
+
+
+def local_name(config: McpServerSettings, server: str, tool: str) -> str:
+    """The name the model calls `tool` of `server` by."""
+    prefix = f"{server}_" if config.tool_prefix is None else config.tool_prefix
+    return _UNSAFE.sub("_", prefix + tool)[:64]
+
+
+class McpToolCall:
+    """The `fn` of an MCP tool: one `tools/call` with the call's idempotency key in `_meta`."""
+
+    __slots__ = ("server", "remote_name", "timeout_s", "confirm")
+
+    def __init__(self, server: McpServer, remote_name: str, *, confirm: bool) -> None:
+        self.server, self.remote_name = server, remote_name
+        self.timeout_s, self.confirm = server.config.timeout, confirm
+
+    def __repr__(self) -> str:
+        return f"McpToolCall(server={self.server.name!r}, tool={self.remote_name!r})"
+
+    def __call__(self, ctx: ToolContext, /, **arguments: Any) -> Any:
+        if self.confirm:
+            return ProposalRequest(
+                action=f"{CONFIRMED_ACTION}{self.server.name}:{self.remote_name}",
+                product=self.server.name,
+                rationale=f"{self.remote_name} on {self.server.name} asks for confirmation",
+                params=arguments,
+            )
+        return self.send(arguments, key=ctx.idempotency_key)
+
+    def send(self, arguments: dict[str, Any], *, key: str | None) -> Any:
+        """Call the tool now; its result as the model reads it."""
+        meta = {MCP_META_KEY: key} if key is not None else {}
+        result = self.server.call_tool(
+            self.remote_name, arguments, meta=meta, timeout=self.timeout_s
+        )
+        return to_result(result)
+
+
+def adapt(server: McpServer, tools: list[McpTool]) -> list[Tool]:
+    """The server's tools that `allowed_tools` lets through, as our tools."""
+    config = server.config
+    allowed = None if config.allowed_tools is None else set(config.allowed_tools)
+    out: list[Tool] = []
+    for t in tools:
+        if allowed is not None and t.name not in allowed:
+            continue
+        own = config.tools.get(t.name)
+        hints = t.annotations
+        read_only = own.read_only if own and own.read_only is not None else None
+        if read_only is None:
+            read_only = bool(hints and hints.read_only_hint)
+        idempotent = own.idempotent if own and own.idempotent is not None else None
+        if idempotent is None:
+            idempotent = bool(hints and hints.idempotent_hint)
+        confirm = bool(own and own.require_confirmation)
+        schema = dict(t.input_schema) if t.input_schema else {}
+        schema.setdefault("type", "object")
+        out.append(
+            Tool(
+                name=local_name(config, server.name, t.name),
+                description=(t.description or t.title or t.name)[:1024],
+                parameters=schema,
+                fn=McpToolCall(server, t.name, confirm=confirm),
+                takes_context=True,
+                timeout_s=config.timeout,
+                max_timeout_s=config.timeout,
+                read_only=read_only and not confirm,
+                idempotent=idempotent,
+                source=f"mcp:{server.name}",
+                severity=ToolSeverity(own.severity) if own and own.severity else None,
+                server=server.name,
+            )
+        )
+    return out
+
+
+def to_result(result: CallToolResult) -> Any:
+    """What the model reads of a `tools/call` result."""
+    texts: list[str] = []
+    links: list[dict[str, Any]] = []
+    media: list[dict[str, Any]] = []
+    for block in result.content:
+        match block:
+            case TextContent(text=text):
+                texts.append(text)
+            case ResourceLink():
+                links.append({"uri": str(block.uri), "name": block.name})
+            case EmbeddedResource(resource=resource):
+                body = getattr(resource, "text", None)
+                links.append({"uri": str(resource.uri), **({"text": body} if body else {})})
+            case ImageContent(mime_type=mime) | AudioContent(mime_type=mime):
+                media.append({"type": block.type, "mime_type": mime})
+    text = "\n".join(texts)
+    if result.is_error:
+        raise ToolFailed(text or "the tool reported an error")
+    if result.structured_content is None and not links and not media:
+        return {"text": text}
+    out: dict[str, Any] = {"text": text} if text else {}
+    if result.structured_content is not None:
+        out["structured"] = result.structured_content
+    if links:
+        out["resources"] = links
+    if media:
+        out["media"] = media
+    return out

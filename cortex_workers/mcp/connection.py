@@ -1,0 +1,227 @@
+"""Talking to one MCP server with the official SDK (`mcp.Client`).
+
+Every process has one event loop thread for MCP (`McpLoop`); tool calls, which run in the
+tools worker's threads, wait on it. A streamable HTTP server gets a new client per request
+(the protocol is stateless; the SSRF guard checks its host each time). A stdio server is one
+process per worker process, kept open and started again when it dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from mcp import Client, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types import CallToolResult, Tool
+
+from ..mcp_settings import McpServerSettings
+from ..tools.http_guard import BlockedAddress, resolve_checked
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+class McpLoop:
+    """An asyncio loop in a daemon thread: where every MCP client of the process runs."""
+
+    def __init__(self) -> None:
+        logging.getLogger("httpx2").setLevel(logging.WARNING)  # a line per request otherwise
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp", daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
+        """Run `coro` on the loop; TimeoutError after `timeout` seconds (it is cancelled)."""
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            raise
+
+
+class McpServer:
+    """One configured server: list its tools, call one."""
+
+    def __init__(self, name: str, config: McpServerSettings, loop: McpLoop) -> None:
+        self.name, self.config, self._loop = name, config, loop
+        self._stdio: _StdioHolder | None = None
+        self._lock = threading.Lock()
+        self.on_tools_changed: Callable[[], None] | None = None
+
+    def list_tools(self) -> list[Tool]:
+        """Every tool the server lists (all pages)."""
+        return self._loop.run(self._with_client(_list_all), self.config.timeout)
+
+    def call_tool(
+        self, name: str, arguments: dict[str, Any], *, meta: dict[str, Any], timeout: float
+    ) -> CallToolResult:
+        """One `tools/call`; transport failures raise ConnectionError or TimeoutError."""
+
+        async def call(client: Client) -> CallToolResult:
+            return await client.call_tool(
+                name,
+                arguments,
+                read_timeout_seconds=timeout,
+                meta=meta,  # type: ignore[arg-type]
+            )
+
+        return self._loop.run(self._with_client(call), timeout + 1)
+
+    async def _with_client(self, use: Callable[[Client], Awaitable[T]]) -> T:
+        try:
+            if self.config.command is not None:
+                client = await self._stdio_client()
+                try:
+                    return await use(client)
+                except Exception:
+                    await self._drop_stdio()  # restarted by the next call
+                    raise
+            return await self._http(use)
+        except (ConnectionError, TimeoutError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            if _is_transport(exc):
+                raise ConnectionError(
+                    f"MCP server {self.name} unreachable: {_reason(exc)}"
+                ) from exc
+            raise
+
+    async def _http(self, use: Callable[[Client], Awaitable[T]]) -> T:
+        url = self.config.url
+        assert url is not None
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        host = parts.hostname or ""
+        try:
+            await asyncio.to_thread(
+                resolve_checked, host, port, allow_private=self.config.allow_private
+            )
+        except BlockedAddress as exc:
+            hint = f"set allow_private = true in [mcp.servers.{self.name}] to permit it"
+            raise ConnectionError(
+                f"refusing to connect to {host} ({exc.address}): {exc.reason}; {hint}"
+            ) from None
+        headers = {k: v.get_secret_value() for k, v in self.config.headers.items()}
+        async with create_mcp_http_client(headers=headers) as http:
+            transport = streamable_http_client(url, http_client=http)
+            async with Client(transport, cache=None) as client:
+                return await use(client)
+
+    async def _stdio_client(self) -> Client:
+        holder = self._stdio
+        if holder is None or holder.dead:
+            holder = self._stdio = _StdioHolder(self, self.config)
+            await holder.start()
+        return holder.client
+
+    async def _drop_stdio(self) -> None:
+        holder, self._stdio = self._stdio, None
+        if holder is not None:
+            await holder.stop()
+
+
+class _StdioHolder:
+    """A stdio server's process and session, held open by a task of the loop."""
+
+    def __init__(self, server: McpServer, config: McpServerSettings) -> None:
+        assert config.command is not None
+        self._server = server
+        self._params = StdioServerParameters(
+            command=config.command, args=list(config.args), env=config.env or None
+        )
+        self._ready = asyncio.Event()
+        self._closing = asyncio.Event()
+        self._client: Client | None = None
+        self._error: BaseException | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._timeout = config.timeout
+
+    @property
+    def dead(self) -> bool:
+        return self._task is None or self._task.done()
+
+    @property
+    def client(self) -> Client:
+        assert self._client is not None
+        return self._client
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._hold())
+        await asyncio.wait_for(self._ready.wait(), self._timeout)
+        if self._client is None:
+            raise ConnectionError(f"MCP server {self._server.name} did not start: {self._error}")
+
+    async def stop(self) -> None:
+        self._closing.set()
+        if self._task is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(self._task, 5)
+
+    async def _hold(self) -> None:
+        try:
+            # the process's own stderr: a worker's sys.stderr is a logging proxy with no fd
+            errlog = sys.__stderr__ or open(os.devnull, "w")  # noqa: SIM115
+            transport = stdio_client(self._params, errlog=errlog)
+            async with Client(transport, cache=None, message_handler=self._on_message) as client:
+                self._client = client
+                self._ready.set()
+                await self._closing.wait()
+        except BaseException as exc:  # the process died or never started
+            self._error = exc
+            log.warning("MCP server %s (stdio) stopped: %s", self._server.name, _reason(exc))
+        finally:
+            self._client = None
+            self._ready.set()
+
+    async def _on_message(self, message: Any) -> None:
+        method = getattr(getattr(message, "root", message), "method", None)
+        if method == "notifications/tools/list_changed" and self._server.on_tools_changed:
+            await asyncio.to_thread(self._server.on_tools_changed)
+
+
+async def _list_all(client: Client) -> list[Tool]:
+    tools: list[Tool] = []
+    cursor: str | None = None
+    for _ in range(100):  # a paginator that never ends cannot hang discovery
+        page = await client.list_tools(cursor=cursor)
+        tools += page.tools
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+def _is_transport(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_is_transport(e) for e in exc.exceptions)
+    names = {c.__name__ for c in type(exc).__mro__}
+    return bool(
+        names
+        & {
+            "ConnectError",
+            "ConnectTimeout",
+            "ReadError",
+            "RemoteProtocolError",
+            "TransportError",
+            "ClosedResourceError",
+            "BrokenResourceError",
+            "EndOfStream",
+            "OSError",
+        }
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return _reason(exc.exceptions[0])
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -1,0 +1,117 @@
+"""Discovery: each configured MCP server's tools in a process's tool registry (docs/mcp.md).
+
+`attach` reads every server's tool list once (in parallel, each bounded by its `timeout`),
+then again every `refresh_s` and whenever a stdio server says its list changed. A server
+that cannot be reached has no tools in the registry, and its reason is reported by
+GET /v1/tools; a session that enabled its tools goes on without them. With no server
+configured nothing is started.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..mcp_settings import McpSettings
+from ..tools.loading import Rejected
+from ..tools.registry import ToolRegistry
+from .adapter import CONFIRMED_ACTION, McpToolCall, adapt
+from .connection import McpLoop, McpServer
+
+log = logging.getLogger(__name__)
+
+
+class McpSources:
+    """The configured servers of one process, and which of them are unavailable (and why)."""
+
+    def __init__(self, settings: McpSettings, registry: ToolRegistry) -> None:
+        loop = McpLoop()
+        self.settings, self._registry = settings, registry
+        self.servers = {
+            name: McpServer(name, config, loop) for name, config in settings.servers.items()
+        }
+        self.unavailable: dict[str, str] = {}
+        self._last_seen: dict[str, list[str]] = {}
+        self._stop = threading.Event()
+        for server in self.servers.values():
+            server.on_tools_changed = lambda name=server.name: self.refresh(name)
+
+    def refresh(self, name: str) -> None:
+        """Read server `name`'s tool list again and put its tools in the registry."""
+        server = self.servers[name]
+        try:
+            tools = adapt(server, server.list_tools())
+        except Exception as exc:  # a server that is down must not stop the process
+            if self._stop.is_set() or "after shutdown" in str(exc):  # the process is ending
+                return
+            reason = _reason(exc)
+            if self.unavailable.get(name) != reason:
+                log.warning("MCP server %s unavailable: %s", name, reason)
+            self.unavailable[name] = reason
+            self._registry.replace_server(name, [])
+            return
+        self._last_seen[name] = [t.name for t in tools]
+        for refused in self._registry.replace_server(name, tools):
+            log.warning("MCP server %s: a tool was not registered: %s", name, refused)
+        if self.unavailable.pop(name, None) is not None:
+            log.info("MCP server %s available again (%d tools)", name, len(tools))
+
+    def refresh_all(self) -> None:
+        try:
+            with ThreadPoolExecutor(max_workers=min(8, len(self.servers))) as pool:
+                list(pool.map(self.refresh, self.servers))
+        except RuntimeError:  # the interpreter is shutting down
+            self._stop.set()
+
+    def unavailable_tools(self) -> set[str]:
+        """The names of the tools last seen on the servers that are down now."""
+        return {n for server in self.unavailable for n in self._last_seen.get(server, ())}
+
+    def owns(self, name: str) -> bool:
+        """Whether `name` is (or would be) a tool of a configured server: a session naming it
+        goes on without it while that server is down."""
+        return any(
+            name.startswith(f"{n}_" if c.tool_prefix is None else c.tool_prefix)
+            for n, c in self.settings.servers.items()
+        )
+
+    def rejected(self) -> list[Rejected]:
+        """The unavailable servers, for GET /v1/tools."""
+        return [
+            Rejected(f"mcp {name}", None, f"MCP server unavailable: {reason}")
+            for name, reason in sorted(self.unavailable.items())
+        ]
+
+    def execute(self, action: str, arguments: dict[str, Any], *, key: str) -> Any:
+        """Run a confirmed proposal's MCP call (`action` is `mcp:<server>:<tool>`)."""
+        server, _, tool = action.removeprefix(CONFIRMED_ACTION).partition(":")
+        if server not in self.servers:
+            raise LookupError(f"MCP server {server!r} is not configured")
+        return McpToolCall(self.servers[server], tool, confirm=False).send(arguments, key=key)
+
+    def _refresher(self) -> None:
+        while not self._stop.wait(self.settings.refresh_s):
+            self.refresh_all()
+
+    def start(self) -> McpSources:
+        self.refresh_all()
+        threading.Thread(target=self._refresher, name="mcp-refresh", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def attach(settings: McpSettings, registry: ToolRegistry) -> McpSources:
+    """Discover the configured servers' tools into `registry`, and keep them fresh."""
+    return McpSources(settings, registry).start()
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return _reason(exc.exceptions[0])
+    if isinstance(exc, TimeoutError):
+        return "no answer in time"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

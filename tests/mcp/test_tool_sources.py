@@ -1,0 +1,97 @@
+"""MCP servers as tool sources (docs/mcp.md), with real servers built with the official `mcp`
+SDK on loopback: one over streamable HTTP, one over stdio (tests/mcp/mcp_server.py)."""
+
+from __future__ import annotations
+
+import json
+
+from mcp_support import McpHttpServer, call_once, calls, tool_result
+from support import Api, wait_until
+
+
+def test_get_tools_lists_both_servers_tools_with_their_source_and_schema(
+    client: Api, served: McpHttpServer
+) -> None:
+    body = client.http.get("/v1/tools").json()
+    tools = {t["name"]: t for t in body["tools"]}
+    assert tools["weather_forecast"]["source"] == "mcp:weather"
+    assert tools["local_forecast"]["source"] == "mcp:local"
+    assert tools["weather_forecast"]["parameters"]["properties"]["city"]["type"] == "string"
+    assert "weather_secret" not in tools  # hidden by allowed_tools
+    assert "local_add" not in tools
+    (guarded,) = [r for r in body["rejected"] if r["source"] == "mcp guarded"]
+    assert "allow_private" in guarded["reason"]
+
+
+def test_a_turn_calls_both_servers_in_parallel_and_gets_both_results(
+    client: Api, served: McpHttpServer
+) -> None:
+    sid = client.scripted_session(
+        {
+            "tool_calls": [
+                {"name": "weather_forecast", "arguments": {"city": "Oslo"}},
+                {"name": "local_forecast", "arguments": {"city": "Rome"}},
+            ]
+        },
+        {"text": "both answered"},
+        tools=["weather.*", "local.*"],
+    )
+    tid = client.submit(sid, "weather?")
+    assert client.wait_turn(tid, timeout=60)["status"] == "done"
+    results = {r["name"]: r for r in tool_result(client, tid)}
+    assert not results["weather_forecast"]["is_error"], results
+    assert not results["local_forecast"]["is_error"], results
+    assert "sunny in Oslo (http)" in str(results["weather_forecast"]["content"])
+    assert "sunny in Rome (stdio)" in str(results["local_forecast"]["content"])
+    oslo = [c for c in calls("forecast") if c["city"] == "Oslo"]
+    assert oslo and str(oslo[-1]["meta"]["io.cortex-workers/idempotency-key"]).startswith("cw-")
+
+
+def test_a_tool_that_raises_gives_an_is_error_result(client: Api, served: McpHttpServer) -> None:
+    result = call_once(client, "weather_explode", {})
+    assert result["is_error"] and result["error"] == "tool", result
+    assert str(result["content"]).startswith("error:")
+
+
+def test_a_hidden_tool_cannot_be_called(client: Api, served: McpHttpServer) -> None:
+    result = call_once(client, "weather_secret", {})
+    assert result["is_error"] and result["error"] == "validation", result
+
+
+def test_require_confirmation_makes_a_proposal_executed_once_after_the_confirm(
+    client: Api, served: McpHttpServer
+) -> None:
+    before = len(calls("add"))
+    result = call_once(client, "weather_add", {"a": 20, "b": 22})
+    assert not result["is_error"], result
+    pid = json.loads(str(result["content"]))["proposal_id"]
+    assert len(calls("add")) == before  # nothing runs before the confirm
+    assert client.http.post(f"/v1/proposals/{pid}/confirm").status_code == 200
+    done = wait_until(
+        lambda: (p := client.http.get(f"/v1/proposals/{pid}").json())["status"] == "executed" and p,
+        timeout=60,
+        what="the confirmed MCP call",
+    )
+    assert done["outcome"]["result"]["structured"] == {"sum": 42}
+    assert client.http.post(f"/v1/proposals/{pid}/confirm").status_code == 200
+    added = calls("add")[before:]
+    assert len(added) == 1 and added[0]["meta"]["io.cortex-workers/idempotency-key"]
+
+
+def test_a_stopped_server_gives_an_is_error_result_and_the_turn_ends_done(
+    client: Api, served: McpHttpServer
+) -> None:
+    served.stop()
+    result = call_once(client, "weather_forecast", {"city": "Bergen"})
+    assert result["is_error"], result
+    wait_until(
+        lambda: any(
+            r["source"] == "mcp weather" for r in client.http.get("/v1/tools").json()["rejected"]
+        ),
+        timeout=30,
+        what="the stopped server reported unavailable",
+    )
+    # a session naming one of its tools goes on without it while the server is down
+    sid = client.scripted_session({"text": "fine without it"}, tools=["weather_forecast"])
+    turn = client.wait_turn(client.submit(sid, "forecast?"), timeout=60)
+    assert turn["status"] == "done" and turn["answer"] == "fine without it", turn

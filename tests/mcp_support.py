@@ -1,0 +1,119 @@
+"""The MCP servers of a test run (docs/mcp.md), configured when the root conftest is imported
+(before any worker or API starts), in `CORTEX_MCP`:
+
+- `weather`: tests/mcp/mcp_server.py over streamable HTTP on a loopback port (started by the
+  `mcp_http` fixture; until then it is unavailable), `secret` hidden by `allowed_tools`,
+  `add` requiring confirmation;
+- `local`: the same server over stdio, one process per worker process;
+- `guarded`: the HTTP server without `allow_private`, so the SSRF guard refuses it.
+
+Each tool call's `_meta` is appended to `MCP_LOG` (JSON lines) by the server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from support import Api, free_port, wait_until
+
+SERVER = Path(__file__).resolve().parent / "mcp" / "mcp_server.py"
+HTTP_PORT = free_port()
+URL = f"http://127.0.0.1:{HTTP_PORT}/mcp"
+MCP_LOG = Path(tempfile.mkdtemp(prefix="cortex-mcp-")) / "calls.jsonl"
+
+os.environ["MCP_TEST_LOG"] = str(MCP_LOG)
+os.environ["CORTEX_MCP"] = json.dumps(
+    {
+        "refresh_s": 2,
+        "servers": {
+            "weather": {
+                "url": URL,
+                "allow_private": True,
+                "timeout": 10,
+                "allowed_tools": ["forecast", "add", "explode"],
+                "tools": {"add": {"require_confirmation": True}},
+            },
+            "local": {
+                "command": sys.executable,
+                "args": [str(SERVER), "stdio"],
+                "env": {"MCP_TEST_LOG": "${MCP_TEST_LOG}"},
+                "allowed_tools": ["forecast"],
+                "timeout": 20,
+            },
+            "guarded": {"url": URL, "timeout": 5},
+        },
+    }
+)
+
+
+class McpHttpServer:
+    """tests/mcp/mcp_server.py over streamable HTTP, as a process of its own."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(SERVER), "http", str(HTTP_PORT)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        wait_until(_listening, timeout=60, what="the MCP test server listening")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def _listening() -> bool:
+    import socket
+
+    try:
+        socket.create_connection(("127.0.0.1", HTTP_PORT), 0.5).close()
+    except OSError:
+        return False
+    return True
+
+
+def calls(tool: str) -> list[dict[str, Any]]:
+    """The calls of `tool` the servers logged, oldest first."""
+    if not MCP_LOG.exists():
+        return []
+    rows = [json.loads(line) for line in MCP_LOG.read_text().splitlines() if line.strip()]
+    return [r for r in rows if r["tool"] == tool]
+
+
+def tool_result(client: Api, tid: str) -> list[dict[str, object]]:
+    return [e.data for e in client.turn_events(tid) if e.event == "tool_result"]
+
+
+def call_once(client: Api, name: str, arguments: dict[str, object]) -> dict[str, object]:
+    """A turn that calls `name` once; its tool_result."""
+    sid = client.scripted_session(
+        {"tool_calls": [{"name": name, "arguments": arguments}]},
+        {"text": "done"},
+        tools=["weather.*", "local.*"],
+    )
+    tid = client.submit(sid, "go")
+    turn = client.wait_turn(tid, timeout=60)
+    assert turn["status"] == "done", turn
+    (result,) = tool_result(client, tid)
+    return result
+
+
+def wait_until_served(client: Api) -> None:
+    """Until a tools worker has discovered the HTTP server (a probe call succeeds)."""
+    wait_until(
+        lambda: not call_once(client, "weather_forecast", {"city": "probe"})["is_error"],
+        timeout=90,
+        interval=1,
+        what="the tools worker discovering the MCP HTTP server",
+    )
