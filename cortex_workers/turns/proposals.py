@@ -95,7 +95,7 @@ def _executor(rt: Runtime) -> Executor:
     return cast(Executor, getattr(importlib.import_module(module), name))
 
 
-def _run_executor(rt: Runtime, data: dict[str, Any]) -> Mapping[str, Any]:
+def _run_executor(rt: Runtime, data: dict[str, object]) -> Mapping[str, JsonValue]:
     """An MCP call that awaited confirmation is sent now; any other proposal goes to the
     configured executor."""
     action = str(data["action"])
