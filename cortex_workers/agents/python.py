@@ -62,7 +62,7 @@ def resolve(spec: str) -> Handler:
     return cast(Handler, fn)
 
 
-def _call(fn: Handler, input: dict[str, Any], ctx: AgentContext) -> Any:
+def _call(fn: Handler, input: JsonObject, ctx: AgentContext) -> Any:
     """The handler's answer; an awaitable one (an `async def` handler) is awaited."""
     answer = fn(input, ctx)
     if inspect.isawaitable(answer):

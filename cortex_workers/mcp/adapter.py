@@ -23,8 +23,10 @@ from mcp_types import (
     TextContent,
 )
 from mcp_types import Tool as McpTool
+from pydantic import JsonValue
 
 from ..mcp_settings import McpServerSettings
+from ..messages import JsonObject
 from ..tools.idempotency import MCP_META_KEY
 from ..tools.registry import Tool
 from ..tools.results import ProposalRequest, ToolContext, ToolFailed
@@ -64,7 +66,7 @@ class McpToolCall:
             )
         return self.send(arguments, key=ctx.idempotency_key)
 
-    def send(self, arguments: dict[str, Any], *, key: str | None) -> Any:
+    def send(self, arguments: JsonObject, *, key: str | None) -> Any:
         """Call the tool now; its result as the model reads it."""
         meta = {MCP_META_KEY: key} if key is not None else {}
         result = self.server.call_tool(
@@ -114,8 +116,8 @@ def adapt(server: McpServer, tools: list[McpTool]) -> list[Tool]:
 def to_result(result: CallToolResult) -> Any:
     """What the model reads of a `tools/call` result."""
     texts: list[str] = []
-    links: list[dict[str, Any]] = []
-    media: list[dict[str, Any]] = []
+    links: list[JsonValue] = []
+    media: list[JsonValue] = []
     for block in result.content:
         match block:
             case TextContent(text=text):
@@ -132,7 +134,7 @@ def to_result(result: CallToolResult) -> Any:
         raise ToolFailed(text or "the tool reported an error")
     if result.structured_content is None and not links and not media:
         return {"text": text}
-    out: dict[str, Any] = {"text": text} if text else {}
+    out: JsonObject = {"text": text} if text else {}
     if result.structured_content is not None:
         out["structured"] = result.structured_content
     if links:

@@ -24,6 +24,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CallToolResult, Tool
 
 from ..mcp_settings import McpServerSettings
+from ..messages import JsonObject
 from ..tools.http_guard import BlockedAddress, resolve_checked
 
 T = TypeVar("T")
@@ -63,7 +64,7 @@ class McpServer:
         return self._loop.run(self._with_client(_list_all), self.config.timeout)
 
     def call_tool(
-        self, name: str, arguments: dict[str, Any], *, meta: dict[str, Any], timeout: float
+        self, name: str, arguments: JsonObject, *, meta: dict[str, str], timeout: float
     ) -> CallToolResult:
         """One `tools/call`; transport failures raise ConnectionError or TimeoutError."""
 

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..mcp_settings import McpSettings
+from ..messages import JsonObject
 from ..tools.loading import Rejected
 from ..tools.registry import ToolRegistry
 from .adapter import CONFIRMED_ACTION, McpToolCall, adapt
@@ -84,7 +85,7 @@ class McpSources:
             for name, reason in sorted(self.unavailable.items())
         ]
 
-    def execute(self, action: str, arguments: dict[str, Any], *, key: str) -> Any:
+    def execute(self, action: str, arguments: JsonObject, *, key: str) -> Any:
         """Run a confirmed proposal's MCP call (`action` is `mcp:<server>:<tool>`)."""
         server, _, tool = action.removeprefix(CONFIRMED_ACTION).partition(":")
         if server not in self.servers:
