@@ -158,7 +158,7 @@ class ResponseCreate(BaseModel):
             return [
                 ScriptReply.model_validate(r).model_dump(exclude_defaults=True) for r in replies
             ]
-        except (ValueError, ValidationError) as exc:
+        except (ValueError, RecursionError, ValidationError) as exc:
             raise OpenAIBadRequest(
                 f'metadata["script"] must be a JSON list of scripted replies: {exc}',
                 param="metadata.script",
