@@ -111,7 +111,7 @@ def _update(
 ) -> OpenAIConversation:
     with transaction(rt.db) as db:
         row = _require(db, conversation_id, tenant_id)
-        row.metadata_ = body.metadata
+        openai_records.set_conversation_metadata(row, body.metadata)
         db.flush()
         return row
 
