@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session as Db
 
 from .models import Message, Session, Turn
 from .openai_models import OpenAIConversation, OpenAIResponse
+from .repo import storable_json, storable_text
 
 ITEM_ROLES = ("user", "assistant")
 """The messages a conversation shows as items (tool traffic stays inside its turns)."""
@@ -38,7 +39,7 @@ def insert_response(
             session_id=session_id,
             conversation=conversation,
             previous_response_id=previous_response_id,
-            request=request,
+            request=storable_json(request),
         )
         .on_conflict_do_nothing(index_elements=["turn_id"])
     )
@@ -102,7 +103,7 @@ def retarget_session(
     ).scalar_one()
     session.provider, session.model = provider, model
     if system_prompt is not None:
-        session.system_prompt = system_prompt
+        session.system_prompt = storable_text(system_prompt)
     if script is not None:
         metadata = dict(session.metadata_ or {})
         prior = metadata.get("script")
@@ -110,18 +111,24 @@ def retarget_session(
             list(prior)[: session.model_calls] if isinstance(prior, list) else []
         )
         done += [{"text": ""}] * (session.model_calls - len(done))
-        metadata["script"] = [*done, *script]
+        metadata["script"] = storable_json([*done, *script])
         session.metadata_ = metadata
 
 
 def insert_conversation(
     db: Db, *, session_id: uuid.UUID, tenant_id: uuid.UUID, metadata: dict[str, str]
 ) -> OpenAIConversation:
-    row = OpenAIConversation(session_id=session_id, tenant_id=tenant_id, metadata_=metadata)
+    row = OpenAIConversation(
+        session_id=session_id, tenant_id=tenant_id, metadata_=storable_json(metadata)
+    )
     db.add(row)
     db.flush()
     db.refresh(row)
     return row
+
+
+def set_conversation_metadata(row: OpenAIConversation, metadata: dict[str, str]) -> None:
+    row.metadata_ = storable_json(metadata)
 
 
 def conversation(db: Db, session_id: uuid.UUID, tenant_id: uuid.UUID) -> OpenAIConversation | None:

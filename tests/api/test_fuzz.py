@@ -169,6 +169,24 @@ class Owned:
     ids: dict[str, str]
 
 
+def _openai_ids(client: Api) -> dict[str, str]:
+    """A response, a conversation with an item, and a model of the OpenAI-compatible routes."""
+    script = json.dumps([{"text": "answered"}])
+    response = client.http.post(
+        "/v1/responses", json={"model": "scripted-1", "input": "y", "metadata": {"script": script}}
+    )
+    assert response.status_code == 200, response.text
+    item = {"type": "message", "role": "user", "content": "an item"}
+    conversation = client.http.post("/v1/conversations", json={"items": [item]}).json()["id"]
+    items = client.http.get(f"/v1/conversations/{conversation}/items").json()["data"]
+    return {
+        "response_id": response.json()["id"],
+        "conversation_id": conversation,
+        "item_id": items[0]["id"],
+        "model": "scripted-1",
+    }
+
+
 @pytest.fixture
 def owned(client: Api) -> Owned:
     """A session with a finished turn that proposed an action, all of the fuzzing tenant."""
@@ -193,6 +211,7 @@ def owned(client: Api) -> Owned:
     assert schedule.status_code == 201, schedule.text
     return Owned(
         {
+            **_openai_ids(client),
             "session_id": sid,
             "turn_id": tid,
             "proposal_id": proposals[0]["id"],

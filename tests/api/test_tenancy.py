@@ -29,11 +29,16 @@ def _spec(api: Api) -> dict[str, Any]:
     return dict(spec.json())
 
 
+OPENAI_PATHS = ("/v1/responses", "/v1/conversations", "/v1/models")
+"""The OpenAI-compatible routes: OpenAI's ids and error shape; tests/openai_compat checks that
+another tenant's ids answer 404 there."""
+
+
 def _routes_with_ids(api: Api) -> list[tuple[str, str]]:
-    """Every (method, path) of the OpenAPI document whose path takes an id."""
+    """Every (method, path) of the OpenAPI document whose path takes an id (our own routes)."""
     out: list[tuple[str, str]] = []
     for path, ops in _spec(api)["paths"].items():
-        if PATH_PARAM.search(path):
+        if PATH_PARAM.search(path) and not path.startswith(OPENAI_PATHS):
             out.extend((method.upper(), path) for method in ops if method in METHODS)
     return out
 
@@ -77,6 +82,8 @@ def _bodies(api: Api) -> dict[tuple[str, str], Any]:
     spec = _spec(api)
     out: dict[tuple[str, str], Any] = {}
     for path, ops in spec["paths"].items():
+        if path.startswith(OPENAI_PATHS):
+            continue
         for method, op in ops.items():
             content = op.get("requestBody", {}).get("content", {})
             if "application/json" in content:

@@ -172,3 +172,26 @@ def test_the_async_client_creates_streams_and_retrieves(api: Api, tenant_key: st
             return plain.output_text, text, again.output_text + conversation.metadata["topic"]
 
     assert asyncio.run(run()) == ("async hello", "async stream", "async helloasync")
+
+
+def test_an_idempotency_key_creates_one_response(oai: openai.OpenAI) -> None:
+    def create(text: str) -> openai.types.responses.Response:
+        return oai.responses.create(
+            model=MODEL,
+            input=text,
+            metadata=script("once"),
+            extra_headers={"Idempotency-Key": "openai-compat-key-1"},
+        )
+
+    first, again = create("same"), create("same")
+    assert again.id == first.id
+    with pytest.raises(openai.BadRequestError) as caught:
+        create("different")
+    assert caught.value.code == "idempotency_key_reused"
+
+
+def test_a_response_not_stored_cannot_be_retrieved(oai: openai.OpenAI) -> None:
+    response = oai.responses.create(model=MODEL, input="hi", store=False, metadata=script("x"))
+    assert response.output_text == "x"
+    with pytest.raises(openai.NotFoundError):
+        oai.responses.retrieve(response.id)

@@ -15,7 +15,6 @@ from openai.types.responses import ResponseInputText, ResponseOutputText
 from sqlalchemy.orm import Session as Db
 
 from ...errors import NotFound
-from ...messages import JsonObject
 from ...runtime import Runtime
 from ...store import openai_records, repo
 from ...store.db import transaction
@@ -112,8 +111,7 @@ def _update(
 ) -> OpenAIConversation:
     with transaction(rt.db) as db:
         row = _require(db, conversation_id, tenant_id)
-        metadata: JsonObject = dict(body.metadata)
-        row.metadata_ = metadata
+        openai_records.set_conversation_metadata(row, body.metadata)
         db.flush()
         return row
 

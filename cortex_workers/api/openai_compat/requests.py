@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from ...providers.scripted import ScriptReply
-from ..schemas import MAX_TEXT
+from ..schemas import MAX_TEXT, StorableBody
 from .errors import OpenAIBadRequest, Unsupported
 
 Role = Literal["user", "system", "developer", "assistant"]
@@ -109,8 +109,8 @@ class ConversationRef(BaseModel):
     id: str
 
 
-class ResponseCreate(BaseModel):
-    """`POST /v1/responses`."""
+class ResponseCreate(StorableBody):
+    """`POST /v1/responses` (NUL characters, non-finite numbers and absurd nesting refused)."""
 
     model_config = ConfigDict(extra="allow")
     model: str = Field(min_length=1, max_length=200)
@@ -158,7 +158,7 @@ class ResponseCreate(BaseModel):
             return [
                 ScriptReply.model_validate(r).model_dump(exclude_defaults=True) for r in replies
             ]
-        except (ValueError, ValidationError) as exc:
+        except (ValueError, RecursionError, ValidationError) as exc:
             raise OpenAIBadRequest(
                 f'metadata["script"] must be a JSON list of scripted replies: {exc}',
                 param="metadata.script",
@@ -206,7 +206,7 @@ def to_turn(value: str | list[InputItem]) -> Turnable:
     return Turnable(history, instructions, messages[-1][1])
 
 
-class ConversationCreate(BaseModel):
+class ConversationCreate(StorableBody):
     """`POST /v1/conversations`."""
 
     model_config = ConfigDict(extra="forbid")
@@ -214,12 +214,12 @@ class ConversationCreate(BaseModel):
     metadata: Metadata | None = None
 
 
-class ConversationUpdate(BaseModel):
+class ConversationUpdate(StorableBody):
     model_config = ConfigDict(extra="forbid")
     metadata: Metadata
 
 
-class ItemsCreate(BaseModel):
+class ItemsCreate(StorableBody):
     """`POST /v1/conversations/{id}/items`."""
 
     model_config = ConfigDict(extra="forbid")
