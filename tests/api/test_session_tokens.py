@@ -261,6 +261,6 @@ def test_a_session_token_may_not_set_the_user_or_the_route(client: Api) -> None:
     token = _token(client, sid)
     with httpx.Client(base_url=str(client.http.base_url), timeout=30) as http:
         auth = {"Authorization": f"Bearer {token}"}
-        for extra in ({"user": "someone-else"}, {"model": "auto"}, {"route": {"tier": "best"}}):
+        for extra in ({"user": "someone-else"}, {"model": "auto"}, {"route": {"tier": "fast"}}):
             r = http.post(f"/v1/sessions/{sid}/turns", json={"content": "x", **extra}, headers=auth)
             _error(r, 403)
