@@ -2,8 +2,9 @@
 
 An executor is `fn(proposal: dict) -> dict` named by the setting `proposal_executor`
 (`module:function`); the proposal carries its `tenant_id`. Its `action`, `product` and `params`
-come from model output: treat them as untrusted (quote them in logs, validate before acting). It runs once per confirmed proposal, on a `tools` worker; what it returns
-is recorded on the proposal; an exception marks it `execution_failed` with the message.
+come from model output: treat them as untrusted (quote them in logs, validate before acting).
+It runs once per confirmed proposal, on a `tools` worker; what it returns is recorded on the
+proposal; an exception marks it `execution_failed` with the message.
 """
 
 from __future__ import annotations
