@@ -40,7 +40,6 @@ os.environ.setdefault("CORTEX_LLM_SCRIPTED", "true")
 TEST_SETTINGS = {
     "CORTEX_LLM_SCRIPTED": "true",  # off by default outside `dev` and tests
     "CORTEX_SCHEDULE_MIN_EVERY_S": "1",
-    "CORTEX_STREAM_RECHECK_S": "1",
     "CORTEX_LEASE_S": "3",
     "CORTEX_REPUBLISH_AFTER_S": "2",
     "CORTEX_RECONCILE_EVERY_S": "1",

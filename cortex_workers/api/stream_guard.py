@@ -13,14 +13,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import redis.asyncio as aioredis
-from fastapi import Request
-from fastapi.concurrency import run_in_threadpool
+from fastapi import HTTPException, Request
 from sse_starlette import ServerSentEvent
 
 from ..errors import QuotaExceeded
 from ..runtime import Runtime
-from ..store import tenants
-from ..store.db import transaction
+from .deps import key_tenant
 from .session_tokens import InvalidToken, looks_like_token, verify
 
 Check = Callable[[], Awaitable[str | None]]
@@ -42,20 +40,21 @@ def credential_check(rt: Runtime, request: Request) -> Check:
             except InvalidToken as exc:
                 return f"the session token no longer holds: {exc}"
             return None
-        if await run_in_threadpool(_key_tenant, rt, credential) is None:
+        try:
+            await key_tenant(rt, credential)  # the API's key cache (a few seconds), then the DB
+        except HTTPException:
             return "the API key was revoked"
         return None
 
     return check
 
 
-def _key_tenant(rt: Runtime, key: str) -> uuid.UUID | None:
-    with transaction(rt.db) as db:
-        return tenants.tenant_for_key(db, key)
-
-
 async def rechecked(
-    events: AsyncIterator[Any], check: Check, *, every_s: float, hold: Callable[[], Awaitable[None]]
+    events: AsyncIterator[Any],
+    check: Check,
+    *,
+    every_s: float,
+    hold: Callable[[], Awaitable[None]] | None = None,
 ) -> AsyncIterator[Any]:
     """`events`, ended with an `error` event (`credential_revoked`) once `check` fails;
     `hold` is called at each check (the stream's place in the tenant's quota)."""
@@ -82,7 +81,8 @@ async def rechecked(
                     data = {"code": "credential_revoked", "message": problem}
                     yield ServerSentEvent(data=json.dumps(data), event="error")
                     return
-                await hold()
+                if hold is not None:
+                    await hold()
                 next_check = time.monotonic() + every_s
             if item is _END:
                 return
@@ -105,8 +105,11 @@ class StreamSlots:
         if not limit:
             return
         now = time.time()
-        await self.client.zremrangebyscore(self.key, "-inf", now - 3 * self.every_s)
-        if await self.client.zcard(self.key) >= limit:
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.zremrangebyscore(self.key, "-inf", now - 3 * self.every_s)
+            pipe.zcard(self.key)
+            _, held = await pipe.execute()
+        if held >= limit:
             raise QuotaExceeded(
                 f"this tenant holds {limit} open event streams, the most it may; close one",
                 details={"quota": "streams", "limit": limit},
@@ -114,8 +117,10 @@ class StreamSlots:
         await self.hold()
 
     async def hold(self) -> None:
-        await self.client.zadd(self.key, {self.id: time.time()})
-        await self.client.expire(self.key, int(6 * self.every_s) + 60)
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.zadd(self.key, {self.id: time.time()})
+            pipe.expire(self.key, int(6 * self.every_s) + 60)
+            await pipe.execute()
 
     async def release(self) -> None:
         await self.client.zrem(self.key, self.id)
