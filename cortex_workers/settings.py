@@ -41,6 +41,9 @@ from .redis_target import SENTINEL_SCHEME, SentinelTarget, broker_url_for, senti
 from .settings_values import CommaList, Duration, OptionalSecret, OptionalText
 from .settings_values import parse_duration as parse_duration
 
+MIN_SECRET_CHARS = 16
+"""The shortest signing secret accepted (`CORTEX_SECRET_KEY`, `CORTEX_TOKEN_SECRET`)."""
+
 
 class RetentionSettings(BaseModel):
     """One `[retention.tenants.NAME]` table."""
@@ -81,11 +84,8 @@ class Settings(BaseSettings):
         default="scripted", validation_alias=AliasChoices("LLM_PROVIDER", "CORTEX_LLM_PROVIDER")
     )
     llm_model: OptionalText = Field(default=None, validation_alias=AliasChoices("CORTEX_LLM_MODEL"))
-    llm_scripted: bool = Field(
-        default=False,
-        validation_alias=AliasChoices("CORTEX_LLM_SCRIPTED"),
-        description="Enable the scripted provider (free, sleeps as told): `dev` and tests only.",
-    )
+    llm_scripted: bool = Field(default=False, validation_alias=AliasChoices("CORTEX_LLM_SCRIPTED"))
+    """Enable the scripted provider (free, sleeps as told): `dev` and tests only."""
     llm_temperature: float | None = Field(
         default=None, validation_alias=AliasChoices("LLM_TEMPERATURE", "CORTEX_LLM_TEMPERATURE")
     )
@@ -231,20 +231,16 @@ class Settings(BaseSettings):
     tenant_sessions_per_minute: int | None = Field(default=600, ge=0)
     """Sessions one tenant may create in any 60 s, across every API replica; 0 (or None) turns
     the limit off."""
+    # Tenant quotas (docs/security.md): jobs and batches per minute (0 or None: no limit);
+    # schedules, webhooks and open event streams at once (429 `quota_exceeded` past them);
+    # the shortest `every_s`; how often an open stream checks its credential again.
     tenant_jobs_per_minute: int | None = Field(default=600, ge=0)
-    """Jobs (`POST /v1/jobs`) one tenant may submit in any 60 s; 0 (or None): no limit."""
     tenant_batches_per_minute: int | None = Field(default=10, ge=0)
-    """Batches one tenant may submit in any 60 s; 0 (or None): no limit."""
     tenant_max_schedules: int = Field(default=100, ge=0)
-    """Schedules one tenant may have at once (429 `quota_exceeded` past it)."""
     schedule_min_every_s: float = Field(default=60.0, ge=1)
-    """The shortest period of an `every_s` schedule."""
     tenant_max_webhooks: int = Field(default=20, ge=0)
-    """Webhooks one tenant may have at once (429 `quota_exceeded` past it)."""
     tenant_max_streams: int = Field(default=100, ge=0)
-    """Event streams (SSE) one tenant may hold open at once, across API replicas."""
     stream_recheck_s: float = Field(default=5.0, gt=0)
-    """An open event stream checks its credential again this often (closed when revoked)."""
     api_host: str = "127.0.0.1"
 
     # Webhooks (docs/webhooks.md) and jobs (docs/jobs.md).
@@ -262,10 +258,11 @@ class Settings(BaseSettings):
         """The key pagination cursors are signed with, the same in every process."""
         import hashlib
 
+        secret = self.secret_key or self.token_secret
         base = (
-            self.secret_key.get_secret_value()
-            if self.secret_key
-            else f"cortex-cursors:{self.database_url}"
+            f"cortex-cursors:{secret.get_secret_value()}"
+            if secret
+            else f"cortex-cursors:{self.database_url}"  # neither set: dev only (docs/security.md)
         )
         return hashlib.sha256(base.encode()).digest()
 
@@ -280,6 +277,20 @@ class Settings(BaseSettings):
         return sentinel_target(
             self.redis_url, sentinels=self.redis_sentinels, master=self.redis_sentinel_master
         )
+
+    @model_validator(mode="after")
+    def _long_secrets(self) -> Settings:
+        for name, secret in (
+            ("CORTEX_SECRET_KEY", self.secret_key),
+            ("token_secret", self.token_secret),
+        ):
+            if secret is not None and len(secret.get_secret_value()) < MIN_SECRET_CHARS:
+                raise ValueError(
+                    f"{name} must be at least {MIN_SECRET_CHARS} characters (it signs tokens "
+                    "and cursors); generate one with: python -c 'import secrets; "
+                    "print(secrets.token_urlsafe(32))'"
+                )
+        return self
 
     @model_validator(mode="after")
     def _derive_broker(self) -> Settings:

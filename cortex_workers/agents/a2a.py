@@ -5,9 +5,9 @@ message (`return_immediately`), and the remote task is polled until it ends, the
 is up, or the task stops being ours (cancelled). The remote task's id is remembered, so a
 redelivery polls the same remote task instead of sending the message again.
 
-Every request (the card, each call) passes the same SSRF guard as plugin tools: its host must
-resolve to public addresses, or loopback/private ones only where the card says
-`allow_private: true`.
+Every request (the card, each call) passes the same SSRF guard as plugin tools, pinned to the
+address it checked (`a2a_transport`): its host must resolve to public addresses, or, for the
+card's own host only, loopback/private ones where the card says `allow_private: true`.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ from a2a.types.a2a_pb2 import (
 )
 from google.protobuf.json_format import MessageToDict
 
-from ..tools.http_guard import BlockedAddress, resolve_checked
+from ..tools.http_guard import BlockedAddress, ResponseTooLarge
 from ..vocabulary import TaskStatus
+from .a2a_transport import PinnedTransport
 from .cards import A2aCard
 from .python import Outcome
 
@@ -74,23 +75,15 @@ def run_remote(card: A2aCard, call: RemoteCall) -> Outcome | None:
             f"({exc.reason}); set allow_private: true in the agent card for a private host"
         )
         return Outcome(TaskStatus.FAILED, error={"code": "blocked_address", "message": message})
-    except (A2AClientError, httpx.HTTPError, ConnectionError, ValueError) as exc:
+    except (A2AClientError, httpx.HTTPError, ConnectionError, ValueError, ResponseTooLarge) as exc:
         message = f"calling the A2A agent at {card.url} failed: {exc}"
         return Outcome(TaskStatus.FAILED, error={"code": "agent_error", "message": message})
 
 
-def _guard(card: A2aCard) -> Callable[[httpx.Request], object]:
-    async def check(request: httpx.Request) -> None:
-        host = request.url.host
-        port = request.url.port or (443 if request.url.scheme == "https" else 80)
-        await asyncio.to_thread(resolve_checked, host, port, allow_private=card.allow_private)
-
-    return check
-
-
 async def _run(card: A2aCard, call: RemoteCall) -> Outcome | None:
     timeout = httpx.Timeout(min(30.0, max(1.0, call.timeout_s)))
-    async with httpx.AsyncClient(timeout=timeout, event_hooks={"request": [_guard(card)]}) as http:
+    transport = PinnedTransport(card.url, allow_private=card.allow_private)
+    async with httpx.AsyncClient(timeout=timeout, transport=transport, trust_env=False) as http:
         config = ClientConfig(streaming=False, polling=True, httpx_client=http)
         client = await ClientFactory(config).create_from_url(card.url)
         ends = time.monotonic() + call.timeout_s

@@ -100,6 +100,9 @@ async def _tenant_of_key(rt: Runtime, key: str) -> uuid.UUID:
     return tenant_id
 
 
+key_tenant = _tenant_of_key
+"""The tenant of an API key (cached a few seconds); `HTTPException` 401 once revoked."""
+
 TenantDep = Annotated[uuid.UUID, Depends(tenant)]
 
 

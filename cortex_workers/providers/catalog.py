@@ -66,6 +66,10 @@ class Catalog:
         # The most specific pattern first: the longer its literal prefix, the more specific.
         self._patterns = sorted(patterns, key=lambda kv: -len(_literal_prefix(kv[0])))
 
+    def named(self, model: str) -> bool:
+        """Whether `model` has an entry of its own (not one a pattern matches)."""
+        return model in self._exact
+
     def lookup(self, model: str) -> ModelInfo | None:
         """The entry for `model`: an exact name first, else the most specific pattern."""
         if model in self._exact:

@@ -247,6 +247,16 @@ class ProviderRegistry:
         info = self.catalog.lookup(model)
         return not (info is not None and info.native_tools is False)
 
+    def metric_model(self, provider: str, model: str) -> str:
+        """`model` as a metrics label and latency-index key: the catalog's and the configured
+        names as they are, any other (a tenant may send any name) as `other`, so the series
+        stay bounded."""
+        config = self.configs.get(provider)
+        own = {config.model, config.fast_model} if config is not None else set()
+        if self.catalog.named(model) or model in own or model == self.settings.llm_model:
+            return model
+        return "other"
+
     def price(self, provider: str, model: str) -> ModelPrice:
         config = self.configs.get(provider)
         info = self.catalog.lookup(model)

@@ -73,7 +73,10 @@ def bounded_validator(
                 yield from v.descend(instance[extra], allowed, path=extra)
         elif not allowed and extras:
             listed = ", ".join(repr(e) for e in sorted(extras)[:20])
-            yield ValidationError(f"additional properties are not allowed ({listed})")
+            verb = "was" if len(extras) == 1 else "were"
+            yield ValidationError(
+                f"Additional properties are not allowed ({listed} {verb} unexpected)"
+            )
 
     cls = validators.extend(
         Draft202012Validator,

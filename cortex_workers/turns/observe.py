@@ -73,6 +73,8 @@ class ModelCall:
     span: Span
     started: float
     first_token_at: float | None = None
+    label: str | None = None
+    """The model as the metrics name it (`ProviderRegistry.metric_model`)."""
 
     def first_token(self) -> None:
         if self.first_token_at is None:
@@ -93,7 +95,7 @@ class ModelCall:
         ttft = None if self.first_token_at is None else self.first_token_at - self.started
         metrics.observe_model_call(
             route.provider,
-            route.model,
+            self.label or route.model,
             seconds=time.monotonic() - self.started,
             input_tokens=completion.input_tokens,
             output_tokens=completion.output_tokens,
@@ -105,22 +107,25 @@ class ModelCall:
         code = getattr(exc, "code", None)
         metrics.observe_model_call(
             self.route.provider,
-            self.route.model,
+            self.label or self.route.model,
             seconds=time.monotonic() - self.started,
             error_type=code if isinstance(code, str) and code else type(exc).__name__,
         )
 
 
 @contextmanager
-def model_call(route: Route, request: ModelRequest) -> Iterator[ModelCall]:
-    """`chat {model}` around one provider call; a fallback route counts as one."""
+def model_call(
+    route: Route, request: ModelRequest, *, label: str | None = None
+) -> Iterator[ModelCall]:
+    """`chat {model}` around one provider call; a fallback route counts as one. `label`: the
+    model as the metrics name it (bounded; default the route's model)."""
     if route.fallback_from is not None:
         metrics.count_llm_fallback(route.fallback_from.partition(":")[0], route.provider)
     with tracing.model_call_span(route.provider, route.model) as span:
         if span.is_recording() and tracing.trace_content_enabled():
             prompt = json.dumps([{"role": m.role, "content": m.content} for m in request.messages])
             tracing.record_model_content(span, input_messages=prompt)
-        call = ModelCall(route, span, time.monotonic())
+        call = ModelCall(route, span, time.monotonic(), label=label)
         try:
             yield call
         except BaseException as exc:

@@ -117,6 +117,7 @@ def execute(proposal_id: uuid.UUID) -> None:
             return
         data = event_data(proposal_changed(row))  # the executor's argument: the event's data
         data["idempotency_key"] = proposal_key(row.id)
+        data["tenant_id"] = str(row.tenant_id)  # which tenant's proposal the executor acts on
     try:
         outcome, ok = dict(_run_executor(rt, data)), True
     except Exception as exc:  # the operator's hook failed: recorded, visible

@@ -23,11 +23,12 @@ from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session as Db
 
 from ..errors import CortexError, InvalidRequest, NotFound, QuotaExceeded
+from ..providers.limits import Limit, RateLimiter
 from ..runtime import Runtime
 from ..store import new_turns, repo
 from ..store import schedules as store
 from ..store.db import transaction
-from ..vocabulary import StepKind, TurnStatus
+from ..vocabulary import RateLimitKind, StepKind, TurnStatus
 from .lifecycle import promote_next
 from .steps import NextStep, step_ref
 from .submit import request_hash
@@ -188,6 +189,9 @@ def _fire(rt: Runtime, db: Db, schedule: store.Schedule) -> list[NextStep]:
         turn_id = existing.id
     elif not new_turns.lock_session(db, schedule.session_id, schedule.tenant_id):
         raise NotFound(f"session {schedule.session_id} not found")  # the row cascades away
+    elif (wait := _turn_limit_wait(rt, schedule.tenant_id)) is not None:
+        store.defer(db, schedule.id, until=now + timedelta(seconds=wait))
+        return []  # over the tenant's turns per minute: fires when the window allows
     else:
         turn_id, publish = _store_turn(rt, db, schedule, key)
     rule = Rule(cron=schedule.cron, timezone=schedule.timezone, every_s=schedule.every_s)
@@ -199,6 +203,17 @@ def _fire(rt: Runtime, db: Db, schedule: store.Schedule) -> list[NextStep]:
         next_run_at=next_run(rule, now=now, previous=fire_time),
     )
     return publish
+
+
+def _turn_limit_wait(rt: Runtime, tenant_id: uuid.UUID) -> float | None:
+    """Take one unit of the tenant's turns per minute (the API's scope, `api.ratelimit`): a
+    fired turn counts as a posted one; the seconds to wait when the window is full."""
+    per_minute = rt.settings.tenant_turns_per_minute
+    if not per_minute:
+        return None
+    limiter = RateLimiter(rt.redis, window_s=60.0)
+    grant = limiter.acquire([Limit(f"tenant:{tenant_id}:turns", RateLimitKind.RPM, per_minute, 1)])
+    return None if grant.granted else max(1.0, grant.wait_s)
 
 
 def _store_turn(

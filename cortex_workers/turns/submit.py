@@ -65,7 +65,14 @@ def request_hash(
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def _replay(existing: Turn, digest: str) -> Submitted:
+def _replay(existing: Turn, digest: str, session_id: uuid.UUID) -> Submitted:
+    """The turn the key names; 422 for another request (a key reused on another session
+    reveals nothing of that session's turn)."""
+    if existing.session_id != session_id:
+        raise InvalidRequest(
+            "this Idempotency-Key was already used with a different request; use a new key",
+            code="idempotency_key_reused",
+        )
     if existing.request_hash != digest:
         raise InvalidRequest(
             "this Idempotency-Key was already used with a different request; use a new key",
@@ -92,7 +99,7 @@ def submit_turn(
     turn the Idempotency-Key names, when the caller has read it already (a replay)."""
     digest = request_hash(session_id, content, if_busy, user, route)
     if known is not None:
-        return _replay(known, digest)
+        return _replay(known, digest, session_id)
     ask = NewTurnSpec(content, if_busy, idempotency_key, digest, user, route)
     try:
         return _submit(rt, tenant_id, session_id, ask)
@@ -104,7 +111,7 @@ def submit_turn(
             existing = repo.turn_by_idempotency_key(db, tenant_id, idempotency_key)
         if existing is None:
             raise
-        return _replay(existing, digest)
+        return _replay(existing, digest, session_id)
 
 
 def _submit(

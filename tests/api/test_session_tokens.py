@@ -251,3 +251,13 @@ def test_the_page_is_served_with_a_strict_content_security_policy(api: Api) -> N
     page = httpx.get(f"{api.base_url}/ui/").text
     assert "<script " not in page.replace('<script type="module" src="app.js"></script>', "")
     assert "style=" not in page and "http://" not in page and "https://" not in page
+
+
+def test_a_session_token_may_not_set_the_user_or_the_route(client: Api) -> None:
+    sid = client.scripted_session({"text": "hi"})
+    token = _token(client, sid)
+    with httpx.Client(base_url=str(client.http.base_url), timeout=30) as http:
+        auth = {"Authorization": f"Bearer {token}"}
+        for extra in ({"user": "someone-else"}, {"model": "auto"}, {"route": {"tier": "fast"}}):
+            r = http.post(f"/v1/sessions/{sid}/turns", json={"content": "x", **extra}, headers=auth)
+            _error(r, 403)

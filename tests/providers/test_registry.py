@@ -277,3 +277,11 @@ no_tools_models = ["phi*"]
     assert reg.native_tools("ollama", "llama3.1:8b")
     assert not reg.native_tools("ollama", "llama3:70b")  # the catalog says so
     assert not reg.native_tools("ollama", "phi3")  # the provider table says so
+
+
+def test_a_model_name_outside_the_catalog_is_one_bounded_metrics_label() -> None:
+    registry = ProviderRegistry(Settings())
+    assert registry.metric_model("openai", "gpt-4o") == "gpt-4o"  # in the catalog
+    assert registry.metric_model("scripted", "scripted-1") == "scripted-1"
+    names = {registry.metric_model("openai", f"made-up-{i}") for i in range(100)}
+    assert names == {"other"}

@@ -27,7 +27,7 @@ from ..ratelimit import take_session, take_turn
 from ..schemas import MAX_TEXT
 from ..session_stream import session_events
 from ..views import require_session, require_turn
-from .events import SSE_RESPONSES, counted
+from .events import SSE_RESPONSES, counted, guarded
 
 router = APIRouter(tags=["compatibility"])
 
@@ -105,6 +105,7 @@ async def output_stream(
     events = await session_events(
         rt, request.app.state.redis, conversation_id, tenant_id=tenant_id, last_id=last_id
     )
+    events = await guarded(rt, request, tenant_id, events, slotted=True)  # docs/security.md
     return EventSourceResponse(
         counted("session", plain_events(events)), ping=int(rt.settings.sse_ping_s)
     )

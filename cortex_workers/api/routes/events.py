@@ -12,11 +12,13 @@ from sse_starlette import EventSourceResponse
 from ...errors import InvalidRequest, NotFound
 from ...observability.metrics import sse_connection
 from ...observability.tracing import link_to
+from ...runtime import Runtime
 from ...store.repo import TERMINAL
 from ...streaming import parse_entry_id
 from ..deps import RuntimeDep, StreamCallerDep
 from ..session_stream import session_events
 from ..sse import turn_sse
+from ..stream_guard import StreamSlots, credential_check, rechecked
 from ..turn_lookup import TurnLookups
 
 router = APIRouter(tags=["events"])
@@ -53,6 +55,35 @@ async def counted(
             yield event
 
 
+async def guarded(
+    rt: Runtime,
+    request: Request,
+    tenant_id: uuid.UUID,
+    events: AsyncIterator[Any],
+    *,
+    slotted: bool,
+) -> AsyncIterator[Any]:
+    """`events` with its credential checked again every `stream_recheck_s`; a session
+    stream (open until the client leaves) also holds one of the tenant's stream slots
+    (docs/security.md). Raises `QuotaExceeded` before the first byte."""
+    every = rt.settings.stream_recheck_s
+    slots = StreamSlots(request.app.state.redis, tenant_id, every) if slotted else None
+    if slots is not None:
+        await slots.take(rt.settings.tenant_max_streams)
+
+    async def run() -> AsyncIterator[Any]:
+        try:
+            check = credential_check(rt, request)
+            hold = slots.hold if slots is not None else None
+            async for event in rechecked(events, check, every_s=every, hold=hold):
+                yield event
+        finally:
+            if slots is not None:
+                await slots.release()
+
+    return run()
+
+
 @router.get("/v1/turns/{turn_id}/events", responses=SSE_RESPONSES)
 async def turn_stream(
     turn_id: uuid.UUID,
@@ -75,6 +106,7 @@ async def turn_stream(
     link_to(state.traceparent)  # the request's span follows the turn's trace, not a child in it
     running = state.status not in TERMINAL
     events = turn_sse(rt, request.app.state.redis, turn_id, last_id=cursor, running=running)
+    events = await guarded(rt, request, caller.tenant_id, events, slotted=False)
     return EventSourceResponse(counted("turn", events), ping=int(rt.settings.sse_ping_s))
 
 
@@ -102,4 +134,5 @@ async def session_stream(
         tenant_id=caller.tenant_id,
         last_id=last_event_id or after,
     )
+    events = await guarded(rt, request, caller.tenant_id, events, slotted=True)
     return EventSourceResponse(counted("session", events), ping=int(rt.settings.sse_ping_s))

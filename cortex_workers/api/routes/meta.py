@@ -140,7 +140,10 @@ def _tenant_name(rt: Runtime, tenant_id: uuid.UUID) -> str | None:
 def shown_source(source: str) -> str:
     """A rejected source as tenants see it: a manifest's file name, never the operator's
     directory layout."""
-    return PurePath(source).name if "/" in source or "\\" in source else source
+    kind, _, path = source.rpartition(" ")
+    if "/" not in path and "\\" not in path:
+        return source
+    return f"{kind} {PurePath(path).name}".strip()
 
 
 @router.get("/healthz")

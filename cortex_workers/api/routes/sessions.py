@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Header, HTTPException, Query
 from fastapi.responses import JSONResponse
 
 from ...dispatch import publish
@@ -130,6 +130,10 @@ def post_turn(
     `per_user_hourly_limit` (429 `user_rate_limited`). With `"dry_run": true`: 200 with the
     route, the estimate, the budget and the redactions; nothing is stored, reserved or sent."""
     caller.require_chat(session_id, f"session {session_id}")
+    if caller.grant is not None and (body.user is not None or body.route_request() is not None):
+        raise HTTPException(  # the end user and the route are the tenant's to choose
+            403, "a session token may not set user or route; the tenant's API key may"
+        )
     tenant_id = caller.tenant_id
     if body.dry_run:  # nothing stored, reserved or sent; counted as a turn (it redacts)
         take_turn(rt, tenant_id)

@@ -100,7 +100,8 @@ def send(rt: Runtime, gated: Gated, reserve: Reserve) -> Completion:
     does not finish is settled at its reservation."""
     route, request = gated.route, gated.request
     admitted = reserve(route, request)
-    with settling(rt, admitted) as bill, model_call(route, request) as call:
+    label = rt.providers.metric_model(route.provider, route.model)
+    with settling(rt, admitted) as bill, model_call(route, request, label=label) as call:
         completion = collect(rt.providers.get(route.provider).stream(request))
         bill.paid(completion)
         price = rt.providers.price(route.provider, route.model)

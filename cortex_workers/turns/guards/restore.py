@@ -75,8 +75,11 @@ def _restored(completion: Completion, mapping: dict[str, str]) -> Completion:
 
 
 def _measure(rt: Runtime, route: Route, started: float) -> None:
+    model = rt.providers.metric_model(route.provider, route.model)
+    if model == "other":
+        return  # a name outside the catalog and the configuration: no index entry of its own
     try:
-        record_latency(rt.redis, route.provider, route.model, (time.monotonic() - started) * 1000)
+        record_latency(rt.redis, route.provider, model, (time.monotonic() - started) * 1000)
     except redis.RedisError:
         log.warning("could not record the latency of %s:%s", route.provider, route.model)
 
@@ -98,7 +101,8 @@ def call_provider(
         if shown:
             sink.emit(shown)
 
-    with model_call(route, request) as call:
+    label = rt.providers.metric_model(route.provider, route.model)
+    with model_call(route, request, label=label) as call:
         for event in provider.stream(request):
             sink.check()
             out.add(event)
