@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
 
 from pydantic import JsonValue
 from sqlalchemy import select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as Db
 
+from ..messages import JsonObject
 from .models import Message, Session, Turn
 from .openai_models import OpenAIConversation, OpenAIResponse
 from .repo import storable_json, storable_text
@@ -28,7 +28,7 @@ def insert_response(
     session_id: uuid.UUID,
     conversation: bool,
     previous_response_id: uuid.UUID | None,
-    request: dict[str, Any],
+    request: JsonObject,
 ) -> None:
     """The response row of a new turn; a replayed Idempotency-Key finds it already there."""
     db.execute(
@@ -94,7 +94,7 @@ def retarget_session(
     provider: str | None,
     model: str | None,
     system_prompt: str | None,
-    script: list[dict[str, Any]] | None,
+    script: list[JsonObject] | None,
 ) -> None:
     """Apply a response's model, instructions and script to the session it continues: from
     this turn on. A new script takes over from the session's next model call."""

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from ...errors import NotFound
+from ...messages import JsonObject
 from ...runtime import Runtime
 from ...store import openai_records, repo
 from ...store.db import transaction
@@ -79,7 +79,7 @@ def target_session(
         target = _continuing(rt, tenant_id, body.previous_response_id)
     else:
         take_session(rt, tenant_id)
-        metadata: dict[str, Any] = {"script": script} if script else {}
+        metadata: JsonObject = {"script": [*script]} if script else {}
         spec = SessionSpec(
             name="response",
             system_prompt=instructions,

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from ...messages import JsonObject
 from ...providers.scripted import ScriptReply
 from ..schemas import MAX_TEXT, StorableBody
 from .errors import OpenAIBadRequest, Unsupported
@@ -146,7 +147,7 @@ class ResponseCreate(StorableBody):
             return self.conversation.id
         return self.conversation
 
-    def script(self) -> list[dict[str, Any]] | None:
+    def script(self) -> list[JsonObject] | None:
         """`metadata["script"]`: the scripted provider's replies, as a JSON string."""
         raw = (self.metadata or {}).get(SCRIPT_KEY)
         if raw is None:
