@@ -51,6 +51,7 @@ DEFAULT_SETTINGS = {
     "CORTEX_TOOL_TIMEOUT_S": "5",
     "CORTEX_TOOL_PROGRESS_AFTER_S": "30",
     "CORTEX_TOOL_MODULES": '["scripts.faults.chaos_tools"]',
+    "CORTEX_LLM_SCRIPTED": "true",  # the scenarios run on the scripted model, off by default
 }
 
 
