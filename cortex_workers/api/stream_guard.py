@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -14,12 +15,15 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from fastapi import HTTPException, Request
+from redis.exceptions import RedisError
 from sse_starlette import ServerSentEvent
 
 from ..errors import QuotaExceeded
 from ..runtime import Runtime
 from .deps import key_tenant
 from .session_tokens import InvalidToken, looks_like_token, verify
+
+log = logging.getLogger(__name__)
 
 Check = Callable[[], Awaitable[str | None]]
 """Why the stream must end now (None: its credential still holds)."""
@@ -82,7 +86,11 @@ async def rechecked(
                     yield ServerSentEvent(data=json.dumps(data), event="error")
                     return
                 if hold is not None:
-                    await hold()
+                    try:
+                        await hold()
+                    except (RedisError, OSError):  # Redis went away: end, the client resumes
+                        log.warning("stream ended: its quota slot could not be renewed")
+                        return
                 next_check = time.monotonic() + every_s
             if item is _END:
                 return
@@ -123,4 +131,8 @@ class StreamSlots:
             await pipe.execute()
 
     async def release(self) -> None:
-        await self.client.zrem(self.key, self.id)
+        """Give the slot back; with Redis gone it lapses by itself (three periods)."""
+        try:
+            await self.client.zrem(self.key, self.id)
+        except (RedisError, OSError):
+            log.warning("stream slot not released (Redis unreachable); it lapses by itself")
