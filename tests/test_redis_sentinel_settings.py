@@ -11,6 +11,14 @@ from cortex_workers.redis_target import SentinelTarget, parse_sentinels
 from cortex_workers.settings import Settings
 
 
+@pytest.fixture(autouse=True)
+def _no_redis_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These settings are built from their arguments: the suite's own Redis and broker URLs
+    (set in the environment by the test stack) would take precedence."""
+    for name in ("REDIS_URL", "CELERY_BROKER_URL", "REDIS_SENTINELS", "REDIS_SENTINEL_MASTER"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def test_sentinels_and_master_give_the_redis_and_broker_urls() -> None:
     s = Settings(redis_sentinels="10.0.0.5:26379, 10.0.0.6", redis_sentinel_master="mymaster")
     assert s.sentinel() == SentinelTarget((("10.0.0.5", 26379), ("10.0.0.6", 26379)), "mymaster")

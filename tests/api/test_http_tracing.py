@@ -199,7 +199,9 @@ def test_probes_and_scrapes_are_not_traced(start_api: StartApi, receiver: OtlpRe
         assert api.http.get(path).status_code == 200
     assert api.http.get("/v1/tools").status_code == 200
     receiver.wait_for(_named("GET /v1/tools"))
-    assert {s.name for s in receiver.spans} == {"GET /v1/tools"}
+    # the MCP SDK traces its own client calls (the configured MCP servers' discovery): not ours
+    ours = {s.name for s in receiver.spans if not s.name.startswith("MCP ")}
+    assert ours == {"GET /v1/tools"}
 
 
 def test_with_tracing_off_the_turn_has_no_trace_id(client: Api) -> None:

@@ -110,7 +110,8 @@ def test_a_proposal_is_confirmed_from_the_prompt(api: Api, cw: Client, key_file:
 def test_ctrl_c_cancels_the_running_turn_and_twice_exits(
     api: Api, cw: Client, key_file: Path
 ) -> None:
-    session = cw.sessions.create(metadata={"script": [{"text": SLOW_TEXT, "token_ms": 150}]})
+    # 60 words at 500 ms: the turn is still running when Ctrl-C comes, on a loaded machine too
+    session = cw.sessions.create(metadata={"script": [{"text": SLOW_TEXT, "token_ms": 500}]})
     child = chat(api.base_url, key_file, "--session", session.id)
     child.sendline("count slowly")
     child.expect_exact("w3 ")

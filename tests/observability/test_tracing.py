@@ -113,7 +113,7 @@ def test_prompts_completions_and_tool_arguments_go_on_spans_only_when_asked(
     [{}, {"OTEL_TRACES_EXPORTER": "none"}, {"OTEL_SDK_DISABLED": "true"}],
     ids=["no-otel-variables", "exporter-none", "sdk-disabled"],
 )
-def test_tracing_is_off_unless_asked_and_a_disabled_helper_costs_well_under_two_microseconds(
+def test_tracing_is_off_unless_asked_and_its_helpers_do_nothing(
     run_program: RunProgram, otlp_receiver: OtlpReceiver, variables: dict[str, str]
 ) -> None:
     env = {**otlp_receiver.env(), **variables} if variables else {}
@@ -121,8 +121,8 @@ def test_tracing_is_off_unless_asked_and_a_disabled_helper_costs_well_under_two_
     assert result["configured"] is False and result["enabled"] is False
     assert result["traceparent"] is None
     assert result["helpers_no_op"] is True
-    # One step span and one attribute helper per call, on a shared two-core machine.
-    assert result["ns_per_call"] < 2000, result
+    # what a disabled helper costs is a benchmark's figure (scripts/bench, observability), not
+    # a test's: `ns_per_call` is only reported
     time.sleep(0.3)
     assert otlp_receiver.spans == [] and otlp_receiver.requests == 0
 

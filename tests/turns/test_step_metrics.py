@@ -117,7 +117,12 @@ def test_a_turn_counts_its_end_its_steps_tool_calls_and_tokens(
 def test_a_jobs_model_calls_are_counted_like_a_turns(
     client: Api, workers: Workers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # a name outside the catalog is counted as `other` (bounded labels): compared before and after
     model = f"job-metrics-{uuid.uuid4().hex[:8]}"
+    calls = "gen_ai_client_operation_duration_seconds_count"
+    tokens = "gen_ai_client_token_usage_count"
+    _settle()
+    before = _scrape(workers, monkeypatch)
     schema = {"type": "object", "required": ["ok"], "properties": {"ok": {"type": "boolean"}}}
     script = [{"text": "not json"}, {"text": '{"ok": true}'}]
     body = {"instructions": "Answer ok.", "input": "x", "result_schema": schema}
@@ -130,8 +135,12 @@ def test_a_jobs_model_calls_are_counted_like_a_turns(
         timeout=30,
         what="the job",
     )
+    _settle()
     found = _scrape(workers, monkeypatch)
-    calls = "gen_ai_client_operation_duration_seconds_count"
-    assert _sum(found, calls, gen_ai_request_model=model, error_type="") == 2  # invalid, valid
-    tokens = "gen_ai_client_token_usage_count"
-    assert _sum(found, tokens, gen_ai_request_model=model) == 4  # input and output of each
+
+    def added(name: str, **labels: str) -> float:
+        return _sum(found, name, **labels) - _sum(before, name, **labels)
+
+    assert added(calls, gen_ai_request_model="other", error_type="") == 2  # invalid, valid
+    assert added(tokens, gen_ai_request_model="other") == 4  # input and output of each
+    assert _sum(found, calls, gen_ai_request_model=model) == 0  # never a label of its own
