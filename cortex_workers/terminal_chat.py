@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -243,6 +244,9 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    # Ctrl-C cancels a turn even when started from a shell that ignores SIGINT for its
+    # background jobs (Python leaves an inherited "ignore" in place)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with Client(base, key) as client:
         try:
             session_id = open_session(client, args)

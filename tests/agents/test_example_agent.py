@@ -8,8 +8,9 @@ import json
 import re
 from pathlib import Path
 
-from agents.helpers import follow_up_of, tasks
 from support import Api
+
+from agents.helpers import follow_up_of, tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "agents.md").read_text()

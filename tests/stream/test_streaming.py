@@ -230,7 +230,7 @@ def test_a_session_stream_whose_redis_goes_away_ends_instead_of_hanging(
         http = httpx.Client(
             base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {tenant_key}"}
         )
-        wait_until(lambda: _up(http), what="api started")
+        wait_until(lambda: _up(http), timeout=90, what="api started")
         sid = http.post("/v1/sessions", json={"provider": "scripted", "model": "scripted"})
         assert sid.status_code == 201, sid.text
 

@@ -10,8 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, expect, sync_playwright
 from support import require_program
+
+# assertions wait as long as actions may: the suite runs beside other groups on two cores
+expect.set_options(timeout=20_000)
 
 _FOLDERS: list[Path] = []
 
