@@ -19,8 +19,14 @@ def test_flower_answers_only_with_the_credentials(dev_stack: DevStack) -> None:
         assert httpx.get(f"{dev_stack.flower}{path}", timeout=10).status_code == 401
         wrong = ("admin", "not-the-password")
         assert httpx.get(f"{dev_stack.flower}{path}", auth=wrong, timeout=10).status_code == 401
-    assert "Flower" in dev_stack.log.read_text()  # its URL and credentials are printed
-    assert dev_stack.flower_auth[1] in dev_stack.log.read_text()
+    # its URL and credentials are printed with the banner, once every queue's worker answers
+    wait_until(
+        lambda: dev_stack.flower_auth[1] in dev_stack.log.read_text(),
+        timeout=90,
+        interval=0.5,
+        what="the banner with Flower's credentials",
+    )
+    assert "Flower" in dev_stack.log.read_text()
 
 
 def test_flower_lists_one_worker_per_queue_with_its_queues(dev_stack: DevStack) -> None:
