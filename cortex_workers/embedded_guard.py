@@ -20,17 +20,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .devstack import _pid_alive as _alive
+
 STOP_WAIT_S = 8.0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _postmaster(pg_data: Path) -> int | None:
