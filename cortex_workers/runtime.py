@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from .agents import AgentRegistry, load_agents
 from .agents.python import importable_from
+from .providers.latency import LatencyRecorder
 from .providers.limits import Health, RateLimiter
 from .providers.registry import ProviderRegistry
 from .redis_clients import sync_pool
@@ -77,6 +78,12 @@ class Runtime:
     @cached_property
     def providers(self) -> ProviderRegistry:
         return ProviderRegistry(self.settings)
+
+    @cached_property
+    def latency(self) -> LatencyRecorder:
+        """This process's provider-call durations, written once a second (`GET /v1/providers`,
+        the router's latency SLA, the latency-spike review read them)."""
+        return LatencyRecorder(self.redis)
 
     @cached_property
     def rate_limiter(self) -> RateLimiter:
@@ -148,7 +155,13 @@ class Runtime:
         self.__dict__.pop("agents", None)
         _ = self.loaded_tools
 
+    def flush_latency(self) -> None:
+        """Write the provider-call durations not yet written (a worker's shutdown)."""
+        if "latency" in self.__dict__:
+            self.latency.flush()
+
     def close(self) -> None:
+        self.flush_latency()
         if "engine" in self.__dict__:
             self.engine.dispose()
         if "stream_writer" in self.__dict__:

@@ -75,12 +75,14 @@ def warm_before_work() -> None:
 
 def on_pool_child_exit(pid: int) -> None:
     """In a prefork pool child about to exit (`worker_process_shutdown`)."""
+    get_runtime().flush_latency()
     shutdown_tracing()
     mark_process_dead(pid)
 
 
 def on_worker_stop() -> None:
     """In the worker's main process at shutdown (`worker_shutdown`)."""
+    get_runtime().flush_latency()
     shutdown_tracing()
 
 

@@ -39,7 +39,7 @@ from .context import ModelContext, model_context
 from .guards import budget, recovery
 from .guards.loop import offered
 from .guards.rate_limit import record_output_tokens, take_rate_limit
-from .guards.restore import Answered, Sink, stream_answer
+from .guards.restore import Answered, Sink, record_timings, stream_answer
 from .guards.route import CallPlan, plan_call, rerouted
 from .leases import Lease, keeper
 from .liveness import holder
@@ -135,7 +135,9 @@ def _run(
     record_output_tokens(rt, route, completion.output_tokens)
     latency_ms = int((time.monotonic() - started) * 1000)
     reserved = admitted.hold.amount_micros
-    if recovered := _review(rt, claim, ctx, plan, record, completion, route, latency_ms, reserved):
+    recovered = _review(rt, claim, ctx, plan, record, completion, route, latency_ms, reserved)
+    record_timings(rt, answered.timings)  # after the review: it judged against the others
+    if recovered:
         return recovered  # retried, fell back, rolled back or failed: this answer is void
     if not _emit_answer(stream, claim, completion):
         return Abandon()

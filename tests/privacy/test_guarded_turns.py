@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import Any
 
 from privacy_support import REMOTE_KEY, Guarded, received, text_events
 from support import Api, stored_text, text_of, wait_until
@@ -169,7 +170,12 @@ def test_providers_show_locality_capabilities_and_measured_latency(
 ) -> None:
     sid = gclient.create_session(provider="openai", model="gpt-4o")["id"]
     assert gclient.wait_turn(gclient.submit(sid, f"{uuid.uuid4().hex} hi"))["status"] == "done"
-    providers = {p["name"]: p for p in gclient.http.get("/v1/providers").json()}
+
+    def measured() -> dict[str, Any] | None:  # a worker writes its samples once a second
+        shown = {p["name"]: p for p in gclient.http.get("/v1/providers").json()}
+        return shown if any(m["model"] == "gpt-4o" for m in shown["openai"]["latency"]) else None
+
+    providers = wait_until(measured, timeout=10, what="the call's latency sample")
     assert providers["openai"]["local"] is False and providers["ollama"]["local"] is True
     catalog = {m["name"]: m for m in providers["openai"]["catalog"]}
     assert catalog["gpt-4o"]["tier"] == "balanced" and "vision" in catalog["gpt-4o"]["capabilities"]

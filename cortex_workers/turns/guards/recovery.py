@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ...messages import Completion, ErrorDoc, JsonObject
-from ...providers.latency import before_last
 from ...providers.registry import Route
 from ...runtime import Runtime
 from ...store.steps import Claim
@@ -76,7 +75,7 @@ def _latency_spike(rt: Runtime, answer: Answer) -> Finding | None:
     t = rt.settings.recovery.thresholds
     if answer.latency_ms < t.latency_min_ms:
         return None
-    stats = before_last(rt.redis, answer.route.provider, answer.route.model)
+    stats = rt.latency.stats(answer.route.provider, answer.route.model)
     if stats is None or stats.samples < LATENCY_MIN_SAMPLES:
         return None
     if answer.latency_ms <= t.latency_spike * stats.p95_ms:

@@ -4,13 +4,10 @@ model (the fast call's text withdrawn with `step_restart`) recorded on the step.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
-
-import redis
 
 from ...messages import (
     Completion,
@@ -21,7 +18,6 @@ from ...messages import (
     WarningEvent,
 )
 from ...privacy import Restorer, restore_text, restore_value
-from ...providers.latency import record_latency
 from ...providers.registry import Route
 from ...runtime import Runtime
 from ...store.step_record_rows import AuditRow
@@ -32,9 +28,15 @@ from ..step_record import StepRecord
 from .frugal import MARKER, MarkerFilter, escalation_reason
 from .route import CallPlan, provider_for, route_record
 
-log = logging.getLogger(__name__)
-
 ESCALATION_REFUSED = "frugal_escalation_refused"
+
+
+@dataclass(frozen=True, slots=True)
+class CallTime:
+    """How long one provider call took, from the request to its last event."""
+
+    route: Route
+    ms: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,9 @@ class Answered:
     """The first call's answer, which the step's reservation pays for (frugal: the fast
     model's, when escalated); None: `completion`."""
     billed_route: Route | None = None
+    timings: tuple[CallTime, ...] = ()
+    """Each provider call's duration: the step adds them to the measured latency after its
+    review judged the answer (`turns.model_step`)."""
 
     @property
     def first_call(self) -> tuple[Completion, Route]:
@@ -74,14 +79,14 @@ def _restored(completion: Completion, mapping: dict[str, str]) -> Completion:
     return replace(completion, text=restore_text(text, mapping), tool_calls=calls)
 
 
-def _measure(rt: Runtime, route: Route, started: float) -> None:
-    model = rt.providers.metric_model(route.provider, route.model)
-    if model == "other":
-        return  # a name outside the catalog and the configuration: no index entry of its own
-    try:
-        record_latency(rt.redis, route.provider, model, (time.monotonic() - started) * 1000)
-    except redis.RedisError:
-        log.warning("could not record the latency of %s:%s", route.provider, route.model)
+def record_timings(rt: Runtime, timings: tuple[CallTime, ...]) -> None:
+    """The calls' durations, into this process's samples (written within a second, with
+    the other steps' in one round trip: `providers.latency.LatencyRecorder`)."""
+    for timing in timings:
+        route = timing.route
+        model = rt.providers.metric_model(route.provider, route.model)
+        if model != "other":  # a name outside the catalog and the configuration: no entry
+            rt.latency.add(route.provider, model, timing.ms)
 
 
 def call_provider(
@@ -91,8 +96,9 @@ def call_provider(
     mapping: dict[str, str],
     sink: Sink,
     marker: MarkerFilter | None = None,
-) -> Completion:
-    """One provider call, streamed through the marker filter and the restorer."""
+) -> tuple[Completion, CallTime]:
+    """One provider call, streamed through the marker filter and the restorer, and how long
+    it took."""
     provider = provider_for(rt, route, request)
     restorer, out, started = Restorer(mapping), CompletionBuilder(), time.monotonic()
 
@@ -115,8 +121,8 @@ def call_provider(
         completion = out.completion  # as the provider wrote it: spans never see the values
         price = rt.providers.price(route.provider, route.model)
         call.answered(completion, price.cost(completion.input_tokens, completion.output_tokens))
-    _measure(rt, route, started)
-    return _restored(completion, mapping)
+    took = CallTime(route, (time.monotonic() - started) * 1000)
+    return _restored(completion, mapping), took
 
 
 class Funds(Protocol):
@@ -134,28 +140,31 @@ def stream_answer(
 ) -> Answered:
     """The plan's call; in frugal mode, the escalation to the full model when needed."""
     if plan.full is None or plan.full_request is None:
-        completion = call_provider(rt, plan.route, plan.request, plan.restore, sink)
-        return Answered(completion, plan.route)
+        completion, took = call_provider(rt, plan.route, plan.request, plan.restore, sink)
+        return Answered(completion, plan.route, timings=(took,))
     marker = MarkerFilter()
-    fast = call_provider(rt, plan.route, plan.request, plan.restore, sink, marker)
+    fast, took = call_provider(rt, plan.route, plan.request, plan.restore, sink, marker)
     why = escalation_reason(fast, marker.seen)
     if why is None:
-        return Answered(fast, plan.route)
+        return Answered(fast, plan.route, timings=(took,))
     extra = funds.more(plan.full, plan.full_request)
     if extra is None:  # the budget cannot take a second call: the fast answer stands
         refused = WarningEvent(
             ESCALATION_REFUSED, "frugal: no budget left to redo the answer on the full model"
         )
-        return Answered(replace(fast, warnings=[*fast.warnings, refused]), plan.route)
+        warned = replace(fast, warnings=[*fast.warnings, refused])
+        return Answered(warned, plan.route, timings=(took,))
     sink.restart()
     _record_escalation(rt, plan, fast, why, record)
     answered: tuple[Completion, Route] | None = None
     try:
-        full = call_provider(rt, plan.full, plan.full_request, plan.restore, sink)
+        full, took_full = call_provider(rt, plan.full, plan.full_request, plan.restore, sink)
         answered = (full, plan.full)
     finally:
         funds.paid(extra, answered)
-    return Answered(full, plan.full, why, billed=fast, billed_route=plan.route)
+    return Answered(
+        full, plan.full, why, billed=fast, billed_route=plan.route, timings=(took, took_full)
+    )
 
 
 def _record_escalation(
