@@ -194,6 +194,9 @@ class SentinelCluster:
         _wait(lambda: self.primary_port() not in (None, old.port), timeout_s, "a failover")
         new = self.primary()
         _wait(lambda: self._info(new.port).get("role") == "master", timeout_s, "the promotion")
+        # a client asks the sentinels in turn and takes the first answer it trusts: until all
+        # of them name the new primary (none flagging it down), one may still name none
+        _wait(lambda: self._named_by_all(new.port), timeout_s, "every sentinel to name it")
         return time.monotonic() - started
 
     def kill_primary(self) -> _Server:

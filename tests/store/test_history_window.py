@@ -9,14 +9,14 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import func, update
 from sqlalchemy.orm import Session as Db
 from sqlalchemy.orm import sessionmaker
 from support import TEST_HOLDER, Stack
 
 from cortex_workers.store import claims, new_turns, repo, tenants
 from cortex_workers.store.db import autocommit, make_engine, make_sessionmaker, transaction
-from cortex_workers.store.models import Session
+from cortex_workers.store.models import Session, Step
 
 pytestmark = pytest.mark.servers
 
@@ -53,6 +53,13 @@ def _seen(
             )
         db.execute(
             update(Session).where(Session.id == session.id).values(summary_upto_seq=summary_upto)
+        )
+        # as if published just now and for a while: the reconciler of the suite's running stack
+        # leaves it to this claim however long the machine stalls in between
+        db.execute(
+            update(Step)
+            .where(Step.id == new.first_step_id)
+            .values(published_at=func.now() + timedelta(hours=1))
         )
     with autocommit(factory) as db:
         claimed = claims.claim_model_step(
