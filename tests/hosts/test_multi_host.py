@@ -8,12 +8,16 @@ client rebuilt from SSE is the stored text."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
 
 from scripts.hosts.network import PREFIX, Forward, Network
 from scripts.hosts.scenarios import problems, run_hosts
+
+# both CI passes: the hosts bring servers of their own, and the passes run side by side
+pytestmark = pytest.mark.servers
 
 
 @pytest.mark.timeout(420)
@@ -31,8 +35,10 @@ def test_turns_survive_a_power_loss_and_a_partition_across_hosts() -> None:
 
 
 def _namespaces() -> set[str]:
+    """This process's namespaces (another test run may be making its own meanwhile)."""
+    mine = f"{PREFIX}{os.getpid()}-"
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
-    return {line.split()[0] for line in out.stdout.splitlines() if line.startswith(PREFIX)}
+    return {line.split()[0] for line in out.stdout.splitlines() if line.startswith(mine)}
 
 
 @pytest.mark.timeout(120)

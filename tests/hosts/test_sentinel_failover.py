@@ -21,6 +21,9 @@ from cortex_workers.streaming import StepStream
 from scripts.hosts.scenarios import problems, run_failover, without_primary
 from scripts.hosts.sentinel import MASTER_NAME, SentinelCluster
 
+# both CI passes: the hosts bring servers of their own, and the passes run side by side
+pytestmark = pytest.mark.servers
+
 
 @pytest.mark.timeout(420)
 @pytest.mark.usefixtures("redis_sentinel")
