@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import time
 from collections import defaultdict
@@ -71,13 +72,17 @@ class LatencyRecorder:
         self._lock = threading.Lock()
         self._pending: defaultdict[tuple[str, str], list[float]] = defaultdict(list)
         self._timer: threading.Timer | None = None
+        self._pid = os.getpid()
         self._known: dict[tuple[str, str], tuple[float, LatencyStats | None]] = {}
         """What was read of each model, and when (`time.monotonic()`)."""
 
     def add(self, provider: str, model: str, ms: float) -> None:
         with self._lock:
             self._pending[(provider, model)].append(ms)
+            if self._timer is not None and self._pid != os.getpid():
+                self._timer = None  # made before a fork: the parent's timer is not running here
             if self._timer is None:
+                self._pid = os.getpid()
                 self._timer = threading.Timer(self._flush_s, self.flush)
                 self._timer.daemon = True
                 self._timer.start()
