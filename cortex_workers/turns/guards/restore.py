@@ -35,7 +35,10 @@ ESCALATION_REFUSED = "frugal_escalation_refused"
 class CallTime:
     """How long one provider call took, from the request to its last event."""
 
-    route: Route
+    provider: str
+    model: str
+    """As metrics name it (`ProviderRegistry.metric_model`): `other` for a name outside the
+    catalog and the configuration, which gets no samples of its own."""
     ms: float
 
 
@@ -82,11 +85,9 @@ def _restored(completion: Completion, mapping: dict[str, str]) -> Completion:
 def record_timings(rt: Runtime, timings: tuple[CallTime, ...]) -> None:
     """The calls' durations, into this process's samples (written within a second, with
     the other steps' in one round trip: `providers.latency.LatencyRecorder`)."""
-    for timing in timings:
-        route = timing.route
-        model = rt.providers.metric_model(route.provider, route.model)
-        if model != "other":  # a name outside the catalog and the configuration: no entry
-            rt.latency.add(route.provider, model, timing.ms)
+    for t in timings:
+        if t.model != "other":
+            rt.latency.add(t.provider, t.model, t.ms)
 
 
 def call_provider(
@@ -121,7 +122,7 @@ def call_provider(
         completion = out.completion  # as the provider wrote it: spans never see the values
         price = rt.providers.price(route.provider, route.model)
         call.answered(completion, price.cost(completion.input_tokens, completion.output_tokens))
-    took = CallTime(route, (time.monotonic() - started) * 1000)
+    took = CallTime(route.provider, label, (time.monotonic() - started) * 1000)
     return _restored(completion, mapping), took
 
 

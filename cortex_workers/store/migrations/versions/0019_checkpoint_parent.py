@@ -30,7 +30,7 @@ BEGIN
                              messages_upto_seq, summary, summary_upto_seq)
     SELECT gen_random_uuid(), s.id, NEW.id, NEW.seq,
            (SELECT c.id FROM checkpoints c JOIN turns t ON t.id = c.turn_id
-             WHERE c.session_id = s.id AND c.turn_seq < NEW.seq AND t.status = 'done'
+             WHERE {parent}
              ORDER BY c.turn_seq DESC LIMIT 1),
            COALESCE((SELECT max(m.seq) FROM messages m WHERE m.turn_id = NEW.id),
                     s.last_message_seq),
@@ -40,15 +40,14 @@ BEGIN
     RETURN NULL;
 END $$;
 """
-
-_BEFORE = _FUNCTION.replace("c.turn_seq < NEW.seq AND t.status", "t.status").replace(
-    "t.status = 'done'\n", "t.status = 'done' AND t.seq < NEW.seq\n"
-)
+_PARENT = "c.session_id = s.id AND c.turn_seq < NEW.seq AND t.status = 'done'"
+_PARENT_BEFORE = "c.session_id = s.id AND t.status = 'done' AND t.seq < NEW.seq"
+"""As 0013 wrote it."""
 
 
 def upgrade() -> None:
-    op.execute(_FUNCTION)
+    op.execute(_FUNCTION.format(parent=_PARENT))
 
 
 def downgrade() -> None:
-    op.execute(_BEFORE)
+    op.execute(_FUNCTION.format(parent=_PARENT_BEFORE))
