@@ -11,6 +11,7 @@ at a time; concatenated tokens equal the text exactly.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -66,6 +67,10 @@ class ScriptReply(BaseModel):
     error: ScriptError | None = None
     echo_context: bool = False
     """The text is followed by the system messages the model was sent (for tests)."""
+    echo_request: bool = False
+    """The text is followed by a JSON object of what the call asked: `temperature`,
+    `max_tokens`, `result_schema`, the offered tools' names, the messages' roles and the
+    last message's content (for tests)."""
 
 
 def split_tokens(text: str) -> list[str]:
@@ -90,7 +95,21 @@ def summarize_messages(request: ModelRequest) -> str:
     return "\n".join(lines)
 
 
+def _asked(request: ModelRequest) -> str:
+    asked = {
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+        "result_schema": request.result_schema,
+        "tools": [t.name for t in request.tools],
+        "roles": [m.role for m in request.messages],
+        "last": request.messages[-1].content if request.messages else "",
+    }
+    return json.dumps(asked, sort_keys=True)
+
+
 def _with_context(reply: ScriptReply, request: ModelRequest) -> str:
+    if reply.echo_request:
+        return f"{reply.text} {_asked(request)}" if reply.text else _asked(request)
     if not reply.echo_context:
         return reply.text
     system = [m.content for m in request.messages if m.role == "system"]
@@ -133,16 +152,20 @@ class ScriptedProvider:
         if reply.first_token_ms:
             wait(reply.first_token_ms / 1000)
         tokens = split_tokens(_with_context(reply, request))
+        cut = request.max_tokens is not None and len(tokens) > request.max_tokens
+        if cut:  # a token a word, as a model stops at its output limit
+            tokens = tokens[: request.max_tokens]
         for i, token in enumerate(tokens):
             if i and reply.token_ms:
                 wait(reply.token_ms / 1000)
             yield TextDelta(token)
-        for i, call in enumerate(reply.tool_calls):
+        calls = () if cut else reply.tool_calls
+        for i, call in enumerate(calls):
             yield ToolCallEvent(
                 ToolCall(f"call_{request.call_index}_{i}", call.name, dict(call.arguments))
             )
-        yield UsageEvent(_words(request.messages), len(tokens) + 8 * len(reply.tool_calls))
-        yield FinishEvent("tool_calls" if reply.tool_calls else "stop")
+        yield UsageEvent(_words(request.messages), len(tokens) + 8 * len(calls))
+        yield FinishEvent("length" if cut else "tool_calls" if calls else "stop")
 
     @staticmethod
     def _reply_for(request: ModelRequest) -> ScriptReply:

@@ -247,6 +247,7 @@ def _with_view(step: Any) -> Any:
         Tenant.__table__.c.mode.label("tenant_mode"),
         ss.route.label("session_route"),
         _t.route.label("turn_route"),
+        _t.options.label("turn_options"),
         *plan_columns(step),
     ).select_from(
         step.join(turns_table, _t.id == c.turn_id)

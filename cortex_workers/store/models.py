@@ -203,6 +203,8 @@ class Turn(Base):
     """The end user of this turn (else the session's)."""
     route: Mapped[JsonObject | None] = mapped_column(JSONB)
     """The turn's own route request, when it gives one."""
+    options: Mapped[JsonObject | None] = mapped_column(JSONB)
+    """What the turn asks of its model calls (`turns.options.TurnOptions`), when anything."""
     traceparent: Mapped[str | None] = mapped_column(String(64))
     """The W3C traceparent of the API request that created the turn (None when tracing was
     off): its steps' spans are children of it, so the turn is one trace."""

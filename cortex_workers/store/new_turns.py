@@ -44,6 +44,7 @@ class TurnParams(LockParams):
     traceparent: str | None
     user: str | None
     route: JsonObject | None
+    options: JsonObject | None
 
 
 class StartedTurnParams(TurnParams):
@@ -124,6 +125,7 @@ def _rows(numbered: Any, *, starts: bool) -> dict[Table, dict[str, ColumnElement
         "traceparent": bindparam("traceparent", type_=_tt.traceparent.type),
         "user": bindparam("user", type_=_tt.user.type),
         "route": bindparam("route", type_=_tt.route.type),
+        "options": bindparam("options", type_=_tt.options.type),
     }
     if not starts:
         return {turns_table: turn}
@@ -241,6 +243,7 @@ def start_turn_if_idle(
     user: str | None = None,
     route: JsonObject | None = None,
     idempotency_key: str | None = None,
+    options: JsonObject | None = None,
 ) -> StartOutcome:
     """Store a turn that starts at once, with its user message and first model step, if the
     tenant's session has no active turn: one statement that commits on its own (see
@@ -255,6 +258,7 @@ def start_turn_if_idle(
         traceparent=traceparent,
         user=user,
         route=route,
+        options=options,
         timeout=timedelta(seconds=timeout_s),
         message_id=uuid.uuid4(),
         step_id=uuid.uuid4(),
@@ -287,6 +291,7 @@ def insert_turn(
     traceparent: str | None = None,
     user: str | None = None,
     route: JsonObject | None = None,
+    options: JsonObject | None = None,
 ) -> NewTurn:
     """Number and store a turn, in one round trip: started at once, with its user message
     and first model step, when `start_timeout_s` is given, else queued. Caller holds the
@@ -301,6 +306,7 @@ def insert_turn(
         traceparent=traceparent,
         user=user,
         route=route,
+        options=options,
     )
     if start_timeout_s is None:
         counters = _INSERT_TURN[False].one(db, queued)

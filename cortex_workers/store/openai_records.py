@@ -60,10 +60,14 @@ def response_and_turn(
     return None if row is None else (row[0], row[1])
 
 
-def is_response(db: Db, turn_id: uuid.UUID) -> bool:
-    """Whether the turn was created as a response (deleted or not)."""
-    found = db.execute(select(OpenAIResponse.turn_id).where(OpenAIResponse.turn_id == turn_id))
-    return found.first() is not None
+def response_warnings(db: Db, turn_id: uuid.UUID) -> list[JsonValue] | None:
+    """The warnings of a turn created as a response (deleted or not); None for another turn."""
+    found = db.execute(
+        select(Turn.warnings)
+        .join(OpenAIResponse, OpenAIResponse.turn_id == Turn.id)
+        .where(Turn.id == turn_id)
+    ).first()
+    return None if found is None else list(found[0] or ())
 
 
 def delete_response(db: Db, turn_id: uuid.UUID, tenant_id: uuid.UUID) -> bool:
@@ -85,6 +89,21 @@ def is_latest_turn(db: Db, turn: Turn) -> bool:
     """Whether no turn of the session came after `turn`."""
     last = db.execute(select(Session.last_turn_seq).where(Session.id == turn.session_id))
     return bool(last.scalar_one() == turn.seq)
+
+
+def last_calls(db: Db, session_id: uuid.UUID, turn_id: uuid.UUID | None) -> dict[str, str]:
+    """Call id → function name of the newest assistant message that made calls, of the turn
+    (else of the session): the calls a client may answer with `function_call_output`."""
+    query = select(Message.tool_calls).where(
+        Message.session_id == session_id,
+        Message.role == "assistant",
+        Message.tool_calls.is_not(None),
+        ~Message.rolled_back,
+    )
+    if turn_id is not None:
+        query = query.where(Message.turn_id == turn_id)
+    calls = db.execute(query.order_by(Message.seq.desc()).limit(1)).scalar_one_or_none()
+    return {str(c["id"]): str(c["name"]) for c in calls or ()}
 
 
 def retarget_session(

@@ -67,6 +67,8 @@ class ModelStepView:
     session_route: JsonObject | None = None
     turn_route: JsonObject | None = None
     """The route requests of the session and of the turn (`routing.RouteSpec`), if any."""
+    turn_options: JsonObject | None = None
+    """What the turn asks of its model calls (`turns.options.TurnOptions`), if anything."""
     tenant_daily_micros: int | None = None
     tenant_session_cap: int | None = None
     tenant_user_hourly: int | None = None
@@ -114,6 +116,7 @@ class ModelStepView:
             tenant_mode=row.tenant_mode,
             session_route=row.session_route,
             turn_route=row.turn_route,
+            turn_options=row.turn_options,
             tenant_daily_micros=row.tenant_daily_micros,
             tenant_session_cap=row.tenant_session_cap,
             tenant_user_hourly=row.tenant_user_hourly,

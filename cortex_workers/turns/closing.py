@@ -32,6 +32,7 @@ from .agents.results import child_turn_ended
 from .context import ModelContext
 from .lifecycle import Ended, announce, promote_next
 from .observe import StepOutcome, count_step
+from .options import CUT_OFF
 from .outcome import Abandon, Commit, Defer, Fail, Outcome, Retry, Rollback
 from .rollback import rollback_to_last_checkpoint
 from .step_plan import StepPlan
@@ -112,6 +113,8 @@ def _commit(
     reply = _reply(rt, claim, ctx, c)
     for warning in c.completion.warnings:  # prompt tools, a refused escalation: on the turn
         record.warn(warning.code, warning.message)
+    if reply.end is not None and c.completion.finish_reason == "length":
+        record.warn(CUT_OFF, "the answer stopped at its output token limit")
     if reply.end is None:  # tool calls: one tool step each
         closed = _close(rt, key, reply, record)
         if not closed.went:
@@ -249,6 +252,12 @@ def _reply(rt: Runtime, claim: Claim, ctx: ModelContext, c: Commit) -> Reply:
             repo.storable_text(completion.text), {"code": "depth_exceeded", "message": why},
         )  # fmt: skip
     audit = _audit(ctx, route, completion, calls)
+    if calls and ctx.options.client_tool_names() & {c.name for c in calls}:
+        # the client runs these: the turn ends with them, its next turn brings their output
+        return Reply(
+            usage, message, audit, 1, TurnStatus.DONE, repo.storable_text(completion.text),
+            summarize_window=rt.settings.history_window,
+        )  # fmt: skip
     if calls:
         new = tuple(
             NewCall(uuid.uuid4(), uuid.uuid4(), claim.step_no + 1 + i, call.id, call.name,

@@ -21,6 +21,7 @@ from ..vocabulary import LlmMode
 from ..whiteboard import offered_to
 from . import step_plan
 from .guards.modes import mode_in_force, route_spec
+from .options import NONE, TurnOptions
 from .step_plan import StepPlan
 
 
@@ -44,6 +45,8 @@ class ModelContext:
     """The mode in force: the strictest of the configuration's, the tenant's and the session's."""
     route: RouteSpec | None = None
     """The turn's or session's route request (`model: "auto"` alone: the default request)."""
+    options: TurnOptions = NONE
+    """What the turn asks of its model calls (its client tools are among `tools`)."""
 
 
 UNTRUSTED_NOTE = (
@@ -115,11 +118,14 @@ def to_message(row: StoredMessage) -> Message:
 
 
 def coherent(messages: Sequence[Message]) -> list[Message]:
-    """Drop tool results whose call is out of view and calls whose result never came."""
+    """Drop tool results whose call is out of view and calls whose result never came, and
+    the empty user message of a turn that continues from its client's tool results."""
     answered = {m.tool_call_id for m in messages if m.role == "tool"}
     asked: set[str] = set()
     out: list[Message] = []
     for m in messages:
+        if m.role == "user" and not m.content:
+            continue
         if m.role == "tool":
             if m.tool_call_id in asked:
                 out.append(m)
@@ -167,6 +173,8 @@ def model_context(rt: Runtime, claim: Claim, view: ModelStepView, plan: StepPlan
     offered = rt.tools.names() if view.tools is None else view.tools
     tools = _tool_specs(rt, offered_to(offered, has_whiteboard=plan.whiteboard is not None))
     tools += agents.tools
+    options = TurnOptions.of(view.turn_options)
+    tools += [t.spec() for t in options.client_tools]
     messages = system_messages(system_prompt, view.summary, tools=bool(tools))
     if plan.whiteboard is not None:  # the coordinator's whiteboard, as it is at this step
         messages.append(Message(role="system", content=plan.whiteboard))
@@ -190,6 +198,7 @@ def model_context(rt: Runtime, claim: Claim, view: ModelStepView, plan: StepPlan
         parent_step_no=view.parent_step_no if claim.parent_step_id is not None else None,
         mode=mode_in_force(rt.settings, tenant=view.tenant_mode, session=view.session_mode),
         route=route_spec(view.turn_route, view.session_route, model=view.model),
+        options=options,
     )
 
 

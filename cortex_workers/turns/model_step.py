@@ -97,15 +97,17 @@ def _run(
 ) -> Outcome:
     """Route the step, wait out a rate limit, reserve, stream the completion (past the depth
     cap, the notice instead), review it: how the step ends."""
-    route = Route(ctx.provider, ctx.model)
+    route, asked = Route(ctx.provider, ctx.model), ctx.options
     request = ModelRequest(
         model=route.model,
         messages=ctx.messages,
         tools=ctx.tools,
-        temperature=rt.settings.llm_temperature,
+        temperature=rt.settings.llm_temperature if asked.temperature is None else asked.temperature,
+        max_tokens=asked.max_output_tokens,
         script=ctx.script,
         call_index=claim.call_index or 0,
         attempt=claim.attempt,
+        result_schema=asked.result_schema,
     )
     if ctx.depth > rt.settings.max_depth:
         return _depth_notice(rt, claim, ctx, plan, record, route)

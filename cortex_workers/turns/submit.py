@@ -37,6 +37,8 @@ class NewTurnSpec:
     user: str | None = None
     route: JsonObject | None = None
     """The turn's route request (`routing.RouteSpec`, as stored)."""
+    options: JsonObject | None = None
+    """What the turn asks of its model calls (`turns.options.TurnOptions`, as stored)."""
 
 
 @dataclass
@@ -54,6 +56,7 @@ def request_hash(
     if_busy: IfBusy,
     user: str | None = None,
     route: JsonObject | None = None,
+    options: JsonObject | None = None,
 ) -> str:
     """What an Idempotency-Key is bound to: the same key with another request is refused."""
     fields = {"session": str(session_id), "content": content, "if_busy": if_busy}
@@ -61,6 +64,8 @@ def request_hash(
         fields["user"] = user
     if route is not None:
         fields["route"] = json.dumps(route, sort_keys=True)
+    if options is not None:
+        fields["options"] = json.dumps(options, sort_keys=True)
     body = json.dumps(fields)
     return hashlib.sha256(body.encode()).hexdigest()
 
@@ -93,14 +98,16 @@ def submit_turn(
     user: str | None = None,
     route: JsonObject | None = None,
     known: Turn | None = None,
+    options: JsonObject | None = None,
 ) -> Submitted:
     """Store the turn (queued) and start it if the session is idle; the caller publishes.
     `user`: the turn's end user, when it names one (else the session's counts). `known`: the
-    turn the Idempotency-Key names, when the caller has read it already (a replay)."""
-    digest = request_hash(session_id, content, if_busy, user, route)
+    turn the Idempotency-Key names, when the caller has read it already (a replay).
+    `options`: what the turn asks of its model calls (`turns.options.TurnOptions`)."""
+    digest = request_hash(session_id, content, if_busy, user, route, options)
     if known is not None:
         return _replay(known, digest, session_id)
-    ask = NewTurnSpec(content, if_busy, idempotency_key, digest, user, route)
+    ask = NewTurnSpec(content, if_busy, idempotency_key, digest, user, route, options)
     try:
         return _submit(rt, tenant_id, session_id, ask)
     except IntegrityError:
@@ -132,6 +139,7 @@ def _submit(
             user=ask.user,
             route=ask.route,
             idempotency_key=ask.idempotency_key,
+            options=ask.options,
         )
     match started:
         case new_turns.Started(turn=new):
@@ -177,6 +185,7 @@ def _submit_locked(
             traceparent=current_traceparent(),
             user=ask.user,
             route=ask.route,
+            options=ask.options,
         )
         if starts:  # its user message and first model step were stored with it
             publish = step_ref(

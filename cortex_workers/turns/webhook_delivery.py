@@ -22,6 +22,7 @@ from ..vocabulary import DeliveryStatus, WebhookShape
 from ..webhooks.openai_form import openai_payload
 from ..webhooks.sending import SendResult, send
 from ..webhooks.signing import message_id, payload, sign
+from .options import CUT_OFF
 
 log = logging.getLogger(__name__)
 
@@ -102,14 +103,16 @@ def _body(rt: Runtime, claimed: store.ClaimedDelivery) -> bytes | None:
     if not isinstance(turn_id, str):
         return None
     with transaction(rt.db) as db:
-        is_response = openai_records.is_response(db, uuid.UUID(turn_id))
-    if not is_response:
+        warnings = openai_records.response_warnings(db, uuid.UUID(turn_id))
+    if warnings is None:
         return None
+    cut = any(isinstance(w, dict) and w.get("code") == CUT_OFF for w in warnings)
     return openai_payload(
         event_id=claimed.event_id,
         type=claimed.type,
         timestamp=claimed.event_at,
         response_id=f"resp_{uuid.UUID(turn_id).hex}",
+        incomplete=cut,
     )
 
 

@@ -14,16 +14,24 @@ RESPONSE_EVENTS = {
     "turn.failed": "response.failed",
     "turn.cancelled": "response.cancelled",
 }
-"""Our event → OpenAI's (`response.incomplete` is not produced)."""
+"""Our event → OpenAI's (a completed turn whose answer stopped at its output limit is
+`response.incomplete`)."""
 
 
 def openai_payload(
-    *, event_id: uuid.UUID, type: str, timestamp: datetime, response_id: str
+    *,
+    event_id: uuid.UUID,
+    type: str,
+    timestamp: datetime,
+    response_id: str,
+    incomplete: bool = False,
 ) -> bytes | None:
     """The body in OpenAI's form, or None for an event that has none."""
     kind = RESPONSE_EVENTS.get(type)
     if kind is None:
         return None
+    if kind == "response.completed" and incomplete:
+        kind = "response.incomplete"
     doc = {
         "id": f"evt_{event_id.hex}",
         "object": "event",

@@ -35,17 +35,18 @@ def test_an_unknown_response_is_404(oai: openai.OpenAI) -> None:
 
 def test_an_unsupported_field_is_400_naming_it(oai: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
-        oai.responses.create(model=MODEL, input="hi", temperature=0.2)
+        oai.responses.create(model=MODEL, input="hi", top_p=0.5)
     error = _error(caught.value)
-    assert error["param"] == "temperature"
-    assert "temperature" in str(error["message"])
+    assert error["param"] == "top_p"
+    assert "top_p" in str(error["message"])
+    assert error["code"] == "unsupported_parameter"
     with pytest.raises(openai.BadRequestError) as tools:
         oai.responses.create(
             model=MODEL,
             input="hi",
-            tools=[{"type": "function", "name": "f", "parameters": {}, "strict": False}],
+            tools=[{"type": "file_search", "vector_store_ids": ["vs_1"]}],
         )
-    assert _error(tools.value)["param"] == "tools"
+    assert _error(tools.value)["param"] == "tools[0].type"
 
 
 def test_an_invalid_body_is_400_with_the_field_as_param(oai: openai.OpenAI) -> None:

@@ -39,3 +39,24 @@ def test_a_response_completed_webhook_in_openai_form_is_unwrapped_by_the_sdk(
     event = oai.webhooks.unwrap(got[0].body, got[0].headers, secret=secret)
     assert event.type == "response.completed"
     assert event.data.id == response.id
+
+
+def test_a_response_cut_at_max_output_tokens_is_announced_as_incomplete(
+    oai: openai.OpenAI, client: Api, receiver: Receiver
+) -> None:
+    url = receiver.start()
+    created = client.http.post(
+        "/v1/webhooks", json={"url": url, "events": ["turn.completed"], "shape": "openai"}
+    )
+    assert created.status_code == 201, created.text
+    receiver.secret = secret = created.json()["secret"]
+    response = oai.responses.create(
+        model=MODEL, input="count", max_output_tokens=1, metadata=script("one two")
+    )
+    assert response.status == "incomplete"
+    got = wait_until(
+        lambda: [r for r in receiver.received if r.verified], timeout=30, what="webhook sent"
+    )
+    event = oai.webhooks.unwrap(got[0].body, got[0].headers, secret=secret)
+    assert event.type == "response.incomplete"
+    assert event.data.id == response.id

@@ -19,7 +19,7 @@ from ...turns.guards.modes import AUTO
 from ...turns.sessions import SessionSpec
 from ..ratelimit import take_session
 from . import ids
-from .requests import ResponseCreate, Turnable
+from .requests import HistoryItem, ResponseCreate, Turnable
 from .views import load
 
 
@@ -79,6 +79,10 @@ def target_session(
         target = _continuing(rt, tenant_id, body.previous_response_id)
     else:
         take_session(rt, tenant_id)
+        # a client that resends the whole chain (no previous_response_id) resends the answers
+        # the script gave: the new session's script goes on after them
+        answered = sum(1 for h in turnable.history if h.role == "assistant")
+        script = script[answered:] if script else script
         metadata: JsonObject = {"script": [*script]} if script else {}
         spec = SessionSpec(
             name="response",
@@ -114,10 +118,38 @@ def _continuing(rt: Runtime, tenant_id: uuid.UUID, previous: str) -> Target:
     return Target(fork.id, False, turn.id)
 
 
-def add_history(rt: Runtime, session_id: uuid.UUID, history: list[tuple[str, str]]) -> None:
-    """The messages of `input` before its last one, into the session's history."""
+def known_calls(rt: Runtime, tenant_id: uuid.UUID, body: ResponseCreate) -> dict[str, str]:
+    """The function calls a `function_call_output` of this request may answer: those of the
+    response it continues, or the conversation's latest ones (call id → name)."""
+    if isinstance(body.input, str) or not any(
+        getattr(i, "type", None) == "function_call_output" for i in body.input
+    ):
+        return {}
+    with transaction(rt.db) as db:
+        if body.previous_response_id is not None:
+            loaded = load(db, body.previous_response_id, tenant_id)
+            return openai_records.last_calls(db, loaded.record.session_id, loaded.turn.id)
+        if body.conversation_id is not None:
+            session_id = ids.parse(body.conversation_id, ids.CONVERSATION, "conversation")
+            if openai_records.conversation(db, session_id, tenant_id) is None:
+                raise NotFound(f"conversation {body.conversation_id!r} not found")
+            return openai_records.last_calls(db, session_id, None)
+    return {}
+
+
+def add_history(rt: Runtime, session_id: uuid.UUID, history: list[HistoryItem]) -> None:
+    """The messages of `input` before its last one (all of them when it ends with function
+    call outputs), into the session's history."""
     if not history:
         return
     with transaction(rt.db) as db:
-        for role, text in history:
-            repo.insert_message(db, session_id=session_id, role=role, content=text)
+        for item in history:
+            repo.insert_message(
+                db,
+                session_id=session_id,
+                role=item.role,
+                content=item.text,
+                tool_calls=item.tool_calls,
+                tool_call_id=item.tool_call_id,
+                name=item.name,
+            )

@@ -14,15 +14,14 @@ from ...turns.guards.admission import admit_turn, replayed
 from ...turns.submit import submit_turn
 from ..ratelimit import take_turn
 from . import ids
-from .chains import add_history, target_session
+from .chains import add_history, known_calls, target_session
 from .errors import OpenAIBadRequest
-from .requests import ResponseCreate, to_turn
+from .requests import ResponseCreate, Turnable, to_turn
 
 
-def stored_request(
-    body: ResponseCreate, history: list[tuple[str, str]], content: str
-) -> dict[str, Any]:
+def stored_request(body: ResponseCreate, turnable: Turnable) -> dict[str, Any]:
     """What the response echoes back, and its input items."""
+    options = body.options()
     return {
         "model": body.model,
         "instructions": body.instructions,
@@ -32,7 +31,12 @@ def stored_request(
         "parallel_tool_calls": body.parallel_tool_calls is not False,
         "tool_choice": body.tool_choice or "auto",
         "user": body.user,
-        "input": [{"role": r, "text": t} for r, t in [*history, ("user", content)]],
+        "input": turnable.stored_input(),
+        "tools": [t.model_dump(exclude_none=True) for t in body.function_tools()],
+        "temperature": body.temperature,
+        "max_output_tokens": body.max_output_tokens,
+        "text": body.text.model_dump(by_alias=True, exclude_none=True) if body.text else None,
+        "options": options.stored(),
     }
 
 
@@ -59,8 +63,8 @@ def create_response(
 ) -> str:
     """Store the response's turn (queued, started when its session is idle) and return its id."""
     body.check_supported()
-    turnable = to_turn(body.input)
-    request = stored_request(body, turnable.history, turnable.content)
+    turnable = to_turn(body.input, known_calls(rt, tenant_id, body))
+    request = stored_request(body, turnable)
     known = replayed(rt, tenant_id, idempotency_key)
     if known is not None:
         return _replay(rt, tenant_id, known.id, request)
@@ -81,6 +85,7 @@ def create_response(
         content=turnable.content,
         idempotency_key=idempotency_key,
         user=body.user,
+        options=request["options"],
     )
     with transaction(rt.db) as db:
         openai_records.insert_response(

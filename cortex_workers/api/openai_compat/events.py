@@ -22,6 +22,9 @@ from openai.types.responses import (
     ResponseContentPartDoneEvent,
     ResponseCreatedEvent,
     ResponseFailedEvent,
+    ResponseFunctionCallArgumentsDeltaEvent,
+    ResponseFunctionCallArgumentsDoneEvent,
+    ResponseFunctionToolCall,
     ResponseIncompleteEvent,
     ResponseInProgressEvent,
     ResponseOutputItemAddedEvent,
@@ -34,7 +37,7 @@ from openai.types.responses import (
 )
 
 from ...streaming import Entry
-from .views import output_message
+from .views import function_call, output_message
 
 
 @dataclass
@@ -89,6 +92,8 @@ class Translator:
                 return self._delta(int(data.get("step", 0)), str(data.get("text", "")))
             case "message":
                 return self._close("completed")
+            case "tool_call":
+                return self._close("completed") + self._call(data)
             case "step_restart":
                 return self._close("incomplete")
             case _:
@@ -116,6 +121,52 @@ class Translator:
                 )
             )
         return out
+
+    def _call(self, data: dict[str, object]) -> list[ResponseStreamEvent]:
+        """A function call the model made, as one output item (its arguments are whole when
+        our stream carries the call)."""
+        arguments = data.get("arguments")
+        done = function_call(
+            self.turn_id,
+            {
+                "id": str(data.get("id", "")),
+                "name": str(data.get("name", "")),
+                "arguments": arguments if isinstance(arguments, dict) else {},
+            },
+        )
+        index = self.outputs
+        self.outputs += 1
+        opened = ResponseFunctionToolCall.model_validate(
+            {**done.model_dump(), "arguments": "", "status": "in_progress"}
+        )
+        return [
+            ResponseOutputItemAddedEvent(
+                type="response.output_item.added",
+                item=opened,
+                output_index=index,
+                sequence_number=self._next(),
+            ),
+            ResponseFunctionCallArgumentsDeltaEvent(
+                type="response.function_call_arguments.delta",
+                item_id=str(done.id),
+                output_index=index,
+                delta=done.arguments,
+                sequence_number=self._next(),
+            ),
+            ResponseFunctionCallArgumentsDoneEvent(
+                type="response.function_call_arguments.done",
+                item_id=str(done.id),
+                output_index=index,
+                arguments=done.arguments,
+                sequence_number=self._next(),
+            ),
+            ResponseOutputItemDoneEvent(
+                type="response.output_item.done",
+                item=done,
+                output_index=index,
+                sequence_number=self._next(),
+            ),
+        ]
 
     def _item_id(self, item: _Item) -> str:
         return output_message(self.turn_id, item.step, "", status="in_progress").id

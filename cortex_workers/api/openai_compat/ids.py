@@ -26,6 +26,11 @@ def output_item_id(turn_id: uuid.UUID, step: int) -> str:
     return f"{MESSAGE}{turn_id.hex}_{step}"
 
 
+def call_item_id(turn_id: uuid.UUID, call_id: str) -> str:
+    """The id of a response's `function_call` output item (its `call_id` is the model's)."""
+    return f"fc_{turn_id.hex}_{call_id}"
+
+
 def parse(value: str, prefix: str, what: str) -> uuid.UUID:
     """The UUID of an id we issued; 404 (as for an unknown id) for anything else."""
     if value.startswith(prefix) and len(value) == len(prefix) + 32:

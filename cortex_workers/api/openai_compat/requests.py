@@ -15,6 +15,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from ...messages import JsonObject
 from ...providers.scripted import ScriptReply
+from ...store.replies import ToolCallDoc
+from ...turns.options import ClientTool, TurnOptions
 from ..schemas import MAX_TEXT, StorableBody
 from .errors import OpenAIBadRequest, Unsupported
 
@@ -51,10 +53,13 @@ SUPPORTED = frozenset(
         "tool_choice",
         "parallel_tool_calls",
         "user",
+        "tools",
+        "temperature",
+        "max_output_tokens",
+        "text",
     }
 )
 NEUTRAL: dict[str, tuple[Any, ...]] = {
-    "text": ({"format": {"type": "text"}},),
     "truncation": ("disabled", "auto"),
     "service_tier": ("auto", "default"),
 }
@@ -95,14 +100,89 @@ class MessageItem(BaseModel):
     status: str | None = None
 
 
+class FunctionCallItem(BaseModel):
+    """A `function_call` the model made, as a client sends it back with its output (the
+    fields of the output item it was that say nothing here, such as `status`, are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["function_call"]
+    call_id: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200)
+    arguments: str = Field(max_length=MAX_TEXT)
+    id: str | None = None
+    status: str | None = None
+
+
+class FunctionCallOutputItem(BaseModel):
+    """The output of a `function_call` the client ran."""
+
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["function_call_output"]
+    call_id: str = Field(min_length=1, max_length=200)
+    output: Annotated[str, Field(max_length=MAX_TEXT)] | list[InputText]
+    id: str | None = None
+    status: str | None = None
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.output, str):
+            return self.output
+        return "\n".join(part.text for part in self.output)
+
+
 class OtherItem(BaseModel):
-    """An item of another type (`function_call_output`, …): refused by name."""
+    """An item of another type (`reasoning`, `item_reference`, …): refused by name."""
 
     model_config = ConfigDict(extra="allow")
     type: str
 
 
-InputItem = MessageItem | OtherItem
+InputItem = MessageItem | FunctionCallItem | FunctionCallOutputItem | OtherItem
+
+
+class FunctionTool(BaseModel):
+    """A `function` tool: the client runs it (`turns.options.ClientTool`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["function"]
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[a-zA-Z0-9_-]+$")
+    description: str | None = Field(default=None, max_length=4096)
+    parameters: JsonObject | None = None
+    strict: bool | None = None
+
+
+class OtherTool(BaseModel):
+    """A tool of another type (`web_search`, `mcp`, …): refused by name."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str
+
+
+class TextFormatText(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["text"]
+
+
+class TextFormatJsonSchema(BaseModel):
+    """`text.format` of type `json_schema`: the answer follows the schema."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    type: Literal["json_schema"]
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[a-zA-Z0-9_-]+$")
+    schema_: JsonObject = Field(alias="schema")
+    description: str | None = None
+    strict: bool | None = None
+
+
+class TextFormatOther(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: str
+
+
+class TextConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    format: TextFormatText | TextFormatJsonSchema | TextFormatOther | None = None
+    verbosity: Literal["medium"] | None = None
 
 
 class ConversationRef(BaseModel):
@@ -126,6 +206,10 @@ class ResponseCreate(StorableBody):
     tool_choice: Literal["auto", "none"] | None = None
     parallel_tool_calls: bool | None = None
     user: str | None = Field(default=None, max_length=200)
+    tools: list[FunctionTool | OtherTool] | None = Field(default=None, max_length=128)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    text: TextConfig | None = None
 
     def check_supported(self) -> None:
         """400 naming the first field this server does not implement."""
@@ -140,6 +224,42 @@ class ResponseCreate(StorableBody):
                 "previous_response_id and conversation cannot both be given",
                 param="previous_response_id",
             )
+        for i, tool in enumerate(self.tools or ()):
+            if isinstance(tool, OtherTool):
+                raise Unsupported(
+                    f"tools[{i}].type", f"tools of type {tool.type!r} are not supported"
+                )
+        names = [t.name for t in self.function_tools()]
+        if len(set(names)) != len(names):
+            raise OpenAIBadRequest("tools must have distinct names", param="tools")
+        form = self.text.format if self.text is not None else None
+        if isinstance(form, TextFormatOther):
+            raise Unsupported("text.format.type", f"text.format {form.type!r} is not supported")
+        if isinstance(form, TextFormatJsonSchema) and names and self.tool_choice != "none":
+            raise Unsupported(
+                "text.format", "text.format json_schema together with tools is not supported"
+            )
+
+    def function_tools(self) -> list[FunctionTool]:
+        return [t for t in self.tools or () if isinstance(t, FunctionTool)]
+
+    def options(self) -> TurnOptions:
+        """What this response asks of its model calls (`turns.options`)."""
+        form = self.text.format if self.text is not None else None
+        tools = () if self.tool_choice == "none" else self.function_tools()
+        return TurnOptions(
+            temperature=self.temperature,
+            max_output_tokens=self.max_output_tokens,
+            result_schema=form.schema_ if isinstance(form, TextFormatJsonSchema) else None,
+            client_tools=tuple(
+                ClientTool(
+                    name=t.name,
+                    description=t.description or "",
+                    **({"parameters": t.parameters} if t.parameters else {}),
+                )
+                for t in tools
+            ),
+        )
 
     @property
     def conversation_id(self) -> str | None:
@@ -167,13 +287,49 @@ class ResponseCreate(StorableBody):
 
 
 @dataclass(frozen=True, slots=True)
-class Turnable:
-    """`input` as a turn takes it: earlier messages, extra instructions, the user's text."""
+class HistoryItem:
+    """A message of `input` that joins the session's history before the turn."""
 
-    history: list[tuple[str, str]]
-    """(role, text) of the messages before the last user message: added to the session."""
+    role: Role | Literal["tool"]
+    text: str
+    tool_calls: list[ToolCallDoc] | None = None
+    """An assistant message's function calls."""
+    tool_call_id: str | None = None
+    name: str | None = None
+    """A tool message's call and function."""
+
+
+@dataclass(frozen=True, slots=True)
+class Turnable:
+    """`input` as a turn takes it: earlier messages, extra instructions, the user's text
+    (empty when the turn continues from function call outputs)."""
+
+    history: list[HistoryItem]
     instructions: list[str]
     content: str
+    outputs: list[FunctionCallOutputItem]
+    """The function call outputs of `input`, in order (their calls must be known)."""
+
+    def stored_input(self) -> list[JsonObject]:
+        """The input items as the response keeps them (its `input_items`)."""
+        out: list[JsonObject] = []
+        for h in self.history:
+            if h.role == "tool":
+                out.append(
+                    {"type": "function_call_output", "call_id": h.tool_call_id, "output": h.text}
+                )
+                continue
+            if h.text or not h.tool_calls:
+                out.append({"role": h.role, "text": h.text})
+            for c in h.tool_calls or ():
+                arguments = json.dumps(c["arguments"])
+                out.append(
+                    {"type": "function_call", "call_id": c["id"], "name": c["name"],
+                     "arguments": arguments}
+                )  # fmt: skip
+        if self.content:
+            out.append({"role": "user", "text": self.content})
+        return out
 
 
 def part_text(item: MessageItem, where: str) -> str:
@@ -188,23 +344,67 @@ def part_text(item: MessageItem, where: str) -> str:
     return "\n".join(texts)
 
 
-def to_turn(value: str | list[InputItem]) -> Turnable:
-    """`input` split into what the session gets first and the turn's own user message; the
-    last item must be a user message with text."""
+def _arguments(item: FunctionCallItem, where: str) -> JsonObject:
+    try:
+        value = json.loads(item.arguments) if item.arguments.strip() else {}
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        raise OpenAIBadRequest(f"{where}.arguments must be a JSON object", param=where)
+    return value
+
+
+def to_turn(value: str | list[InputItem], known_calls: dict[str, str]) -> Turnable:
+    """`input` split into what the session gets first and the turn's own user message. It
+    ends with a user message with text, or with `function_call_output` items whose calls are
+    in `input` or in `known_calls` (call id → function name: the calls the response it
+    continues made)."""
     if isinstance(value, str):
-        return Turnable([], [], value)
-    messages: list[tuple[str, str]] = []
+        return Turnable([], [], value, [])
+    items: list[HistoryItem] = []
+    instructions: list[str] = []
+    calls = dict(known_calls)
+    outputs: list[FunctionCallOutputItem] = []
     for i, item in enumerate(value):
-        if isinstance(item, OtherItem):
-            raise Unsupported(
-                f"input[{i}].type", f"input items of type {item.type!r} are not supported"
-            )
-        messages.append((item.role, part_text(item, f"input[{i}]")))
-    if not messages or messages[-1][0] != "user" or not messages[-1][1]:
-        raise OpenAIBadRequest("input must end with a user message with text", param="input")
-    instructions = [text for role, text in messages[:-1] if role in ("system", "developer")]
-    history = [(role, text) for role, text in messages[:-1] if role in ("user", "assistant")]
-    return Turnable(history, instructions, messages[-1][1])
+        where = f"input[{i}]"
+        match item:
+            case OtherItem():
+                raise Unsupported(
+                    f"{where}.type", f"input items of type {item.type!r} are not supported"
+                )
+            case MessageItem(role="system" | "developer"):
+                instructions.append(part_text(item, where))
+            case MessageItem():
+                items.append(HistoryItem(item.role, part_text(item, where)))
+            case FunctionCallItem():
+                call: ToolCallDoc = {
+                    "id": item.call_id, "name": item.name,
+                    "arguments": _arguments(item, where),
+                }  # fmt: skip
+                calls[item.call_id] = item.name
+                last = items[-1] if items else None
+                if last is not None and last.role == "assistant" and last.tool_calls is not None:
+                    last.tool_calls.append(call)  # calls of one answer: one message
+                else:
+                    items.append(HistoryItem("assistant", "", [call]))
+            case FunctionCallOutputItem():
+                name = calls.get(item.call_id)
+                if name is None:
+                    raise OpenAIBadRequest(
+                        f"No tool call found for function call output with call_id {item.call_id}.",
+                        param=f"{where}.call_id",
+                    )
+                items.append(HistoryItem("tool", item.text, tool_call_id=item.call_id, name=name))
+                outputs.append(item)
+    last = items[-1] if items else None
+    if last is not None and last.role == "user" and last.text:
+        return Turnable(items[:-1], instructions, last.text, outputs)
+    if last is not None and last.role == "tool":
+        return Turnable(items, instructions, "", outputs)
+    raise OpenAIBadRequest(
+        "input must end with a user message with text, or with function_call_output items",
+        param="input",
+    )
 
 
 class ConversationCreate(StorableBody):

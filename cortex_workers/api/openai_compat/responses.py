@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from openai.types.responses import ResponseInputText
+from openai.types.responses.response_function_tool_call_item import ResponseFunctionToolCallItem
+from openai.types.responses.response_function_tool_call_output_item import (
+    ResponseFunctionToolCallOutputItem,
+)
 from openai.types.responses.response_input_message_item import ResponseInputMessageItem
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
@@ -126,23 +130,42 @@ async def delete(response_id: str, rt: RuntimeDep, tenant_id: TenantDep) -> obje
     return JSONResponse({"id": response_id, "object": "response", "deleted": True})
 
 
-def input_items(loaded: Loaded) -> list[ResponseInputMessageItem]:
+InputItem = (
+    ResponseInputMessageItem | ResponseFunctionToolCallItem | ResponseFunctionToolCallOutputItem
+)
+
+
+def _input_item(turn_hex: str, i: int, item: dict[str, Any]) -> InputItem:
+    item_id = f"{ids.MESSAGE}{turn_hex}_in{i}"
+    match item.get("type"):
+        case "function_call":
+            return ResponseFunctionToolCallItem(
+                id=item_id, type="function_call", status="completed", call_id=item["call_id"],
+                name=item["name"], arguments=item["arguments"],
+            )  # fmt: skip
+        case "function_call_output":
+            return ResponseFunctionToolCallOutputItem(
+                id=item_id, type="function_call_output", status="completed",
+                call_id=item["call_id"], output=item["output"],
+            )  # fmt: skip
+        case _:
+            return ResponseInputMessageItem(
+                id=item_id,
+                type="message",
+                role=item["role"],
+                status="completed",
+                content=[ResponseInputText(type="input_text", text=item["text"])],
+            )
+
+
+def input_items(loaded: Loaded) -> list[InputItem]:
     turn_hex = loaded.turn.id.hex
     return [
-        ResponseInputMessageItem(
-            id=f"{ids.MESSAGE}{turn_hex}_in{i}",
-            type="message",
-            role=item["role"],
-            status="completed",
-            content=[ResponseInputText(type="input_text", text=item["text"])],
-        )
-        for i, item in enumerate(loaded.request.get("input", []))
+        _input_item(turn_hex, i, item) for i, item in enumerate(loaded.request.get("input", []))
     ]
 
 
-def page(
-    items: list[ResponseInputMessageItem], *, after: str | None, limit: int, order: str
-) -> JSONResponse:
+def page(items: list[InputItem], *, after: str | None, limit: int, order: str) -> JSONResponse:
     """The page of `items` after `after`, in `order`."""
     ordered = items if order == "asc" else list(reversed(items))
     if after is not None:

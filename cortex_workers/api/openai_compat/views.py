@@ -3,6 +3,7 @@ response row."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -10,14 +11,17 @@ from typing import Any, Literal
 
 from fastapi.responses import JSONResponse
 from openai.types.responses import (
+    FunctionTool,
     Response,
     ResponseError,
+    ResponseFunctionToolCall,
+    ResponseOutputItem,
     ResponseOutputMessage,
     ResponseOutputRefusal,
     ResponseOutputText,
     ResponseUsage,
 )
-from openai.types.responses.response import Conversation
+from openai.types.responses.response import Conversation, IncompleteDetails
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 from pydantic import BaseModel
 from sqlalchemy.orm import Session as Db
@@ -27,6 +31,8 @@ from ...store import openai_records, repo
 from ...store import steps as step_store
 from ...store.models import Turn
 from ...store.openai_models import OpenAIResponse
+from ...store.replies import ToolCallDoc
+from ...turns.options import CUT_OFF
 from ...vocabulary import TurnStatus
 from . import ids
 
@@ -42,12 +48,21 @@ STATUSES: dict[TurnStatus, Status] = {
 
 
 @dataclass(frozen=True, slots=True)
+class Answer:
+    """A model step's stored answer: its text and the function calls it made."""
+
+    step: int
+    text: str
+    calls: list[ToolCallDoc]
+
+
+@dataclass(frozen=True, slots=True)
 class Loaded:
-    """A response row, its turn, the turn's answers (step number, text) and cached tokens."""
+    """A response row, its turn, the turn's answers and cached tokens."""
 
     record: OpenAIResponse
     turn: Turn
-    answers: list[tuple[int, str]]
+    answers: list[Answer]
     cached_tokens: int = 0
 
     @property
@@ -66,9 +81,13 @@ def load(db: Db, response_id: str, tenant_id: uuid.UUID, *, deleted_too: bool = 
     steps = step_store.steps_of_turn(db, turn_id)
     numbers = {s.id: s.step_no for s in steps}
     answers = [
-        (numbers.get(m.step_id, m.seq) if m.step_id else m.seq, m.content)
+        Answer(
+            numbers.get(m.step_id, m.seq) if m.step_id else m.seq,
+            m.content,
+            list(m.tool_calls or ()),
+        )  # fmt: skip
         for m in repo.turn_messages(db, turn_id)
-        if m.role == "assistant" and m.content
+        if m.role == "assistant" and (m.content or m.tool_calls)
     ]
     return Loaded(record, turn, answers, sum(s.cache_read_tokens for s in steps))
 
@@ -92,6 +111,32 @@ def output_message(
     )
 
 
+def function_call(turn_id: uuid.UUID, call: ToolCallDoc) -> ResponseFunctionToolCall:
+    return ResponseFunctionToolCall(
+        id=ids.call_item_id(turn_id, call["id"]),
+        type="function_call",
+        call_id=call["id"],
+        name=call["name"],
+        arguments=json.dumps(call["arguments"]),
+        status="completed",
+    )
+
+
+def output_items(turn_id: uuid.UUID, answers: list[Answer]) -> list[ResponseOutputItem]:
+    """Each answer's message (when it has text), then its function calls."""
+    out: list[ResponseOutputItem] = []
+    for answer in answers:
+        if answer.text:
+            out.append(output_message(turn_id, answer.step, answer.text, status="completed"))
+        out += [function_call(turn_id, call) for call in answer.calls]
+    return out
+
+
+def cut_off(turn: Turn) -> bool:
+    """Whether the turn's answer stopped at its output token limit (`incomplete`)."""
+    return any(w.get("code") == CUT_OFF for w in turn.warnings or ())
+
+
 def usage_of(turn: Turn, cached_tokens: int) -> ResponseUsage:
     return ResponseUsage(
         input_tokens=turn.input_tokens,
@@ -107,6 +152,8 @@ def response_of(loaded: Loaded, *, status: Status | None = None, empty: bool = F
     (as `response.created` carries it) instead of its state now."""
     turn, request = loaded.turn, loaded.request
     current = status or STATUSES[turn.status]
+    if current == "completed" and status is None and cut_off(turn):
+        current = "incomplete"
     ended = current in ("completed", "failed", "cancelled", "incomplete")
     error = None
     if current == "failed" and turn.error:
@@ -124,22 +171,24 @@ def response_of(loaded: Loaded, *, status: Status | None = None, empty: bool = F
         else None,
         status=current,
         model=request["model"],
-        output=[]
-        if empty
-        else [output_message(turn.id, n, text, status="completed") for n, text in loaded.answers],
+        output=[] if empty else output_items(turn.id, loaded.answers),
         instructions=request.get("instructions"),
         metadata=request.get("metadata") or {},
         parallel_tool_calls=request.get("parallel_tool_calls", True),
         tool_choice=request.get("tool_choice") or "auto",
-        tools=[],
-        temperature=None,
+        tools=[FunctionTool.model_validate(t) for t in request.get("tools") or ()],
+        temperature=request.get("temperature"),
+        max_output_tokens=request.get("max_output_tokens"),
+        text=request.get("text"),
         top_p=None,
         background=request.get("background", False),
         previous_response_id=ids.response_id(previous) if previous else None,
         conversation=conversation,
         usage=usage_of(turn, loaded.cached_tokens) if ended and not empty else None,
         error=error if not empty else None,
-        incomplete_details=None,
+        incomplete_details=IncompleteDetails(reason="max_output_tokens")
+        if current == "incomplete"
+        else None,
         user=request.get("user"),
     )
 
