@@ -66,6 +66,12 @@ class QuotaExceeded(CortexError):
     code = "quota_exceeded"
 
 
+class TooLarge(CortexError):
+    """A part of a request over its size limit (an image): answered 413."""
+
+    code = "payload_too_large"
+
+
 class InvalidRequest(CortexError):
     """Well-formed JSON that the product cannot accept."""
 

@@ -68,6 +68,8 @@ class Message:
     name: str | None = None
     """For `tool` messages: the tool's name."""
     is_error: bool = False
+    images: tuple[str, ...] = ()
+    """A user message's images: `https:` or `data:image/…;base64,` URLs."""
 
 
 @dataclass(frozen=True, slots=True)

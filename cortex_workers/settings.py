@@ -225,6 +225,11 @@ class Settings(BaseSettings):
 
     # API.
     request_max_bytes: int = Field(default=1024 * 1024, gt=0)
+    image_max_bytes: int = Field(default=5 * 1024 * 1024, gt=0)
+    """The largest image a user message may carry as a `data:` URL, decoded (413 beyond;
+    a request is also bounded by `request_max_bytes`)."""
+    images_per_message: int = Field(default=8, ge=0)
+    """The most images one user message may carry (400/422 beyond; 0: no images)."""
     tenant_turns_per_minute: int | None = Field(default=600, ge=0)
     """Turns one tenant may submit in any 60 s, across every API replica; 0 (or None) turns the
     limit off. Replays of an Idempotency-Key the tenant already used are not counted."""

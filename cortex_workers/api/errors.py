@@ -15,7 +15,14 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 
 from ..budget import BudgetExhausted, UserRateLimited
-from ..errors import ConflictError, CortexError, InvalidRequest, NotFound, QuotaExceeded
+from ..errors import (
+    ConflictError,
+    CortexError,
+    InvalidRequest,
+    NotFound,
+    QuotaExceeded,
+    TooLarge,
+)
 from ..messages import ErrorDoc
 
 log = logging.getLogger(__name__)
@@ -71,6 +78,8 @@ def _status_of(exc: CortexError) -> int:
         return 422
     if isinstance(exc, QuotaExceeded):
         return 429
+    if isinstance(exc, TooLarge):
+        return 413
     return 400
 
 

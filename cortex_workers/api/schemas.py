@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -191,10 +191,30 @@ class SessionOut(BaseModel):
     forked_from: ForkedFrom | None = None
 
 
+class TextPart(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["text"]
+    text: str = Field(max_length=MAX_TEXT)
+
+
+class ImagePart(BaseModel):
+    """An image: an `https:` URL, or a `data:image/…;base64,` URL (docs/api.md, "Images")."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["image"]
+    url: str = Field(min_length=1)
+
+
+ContentPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
+
+
 class TurnCreate(StorableBody):
     """One user message; `if_busy` says what to do when the session is running another turn."""
 
-    content: str = Field(min_length=1, max_length=MAX_TEXT)
+    content: (
+        Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+        | Annotated[list[ContentPart], Field(min_length=1, max_length=64)]
+    ) = Field(description="The message's text, or its parts: text and images.")
     if_busy: IfBusy = "enqueue"
     user: str | None = Field(
         default=None,
@@ -219,6 +239,28 @@ class TurnCreate(StorableBody):
         if self.route is not None:
             return self.route.model_dump(mode="json")
         return RouteSpec().model_dump(mode="json") if self.model == "auto" else None
+
+    @model_validator(mode="after")
+    def _some_content(self) -> TurnCreate:
+        if not isinstance(self.content, str):
+            if not self.text and not self.image_urls:
+                raise ValueError("content has no text and no image")
+            if len(self.text) > MAX_TEXT:
+                raise ValueError(f"content's text is longer than {MAX_TEXT} characters")
+        return self
+
+    @property
+    def text(self) -> str:
+        """The message's text (its text parts joined by newlines)."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
+
+    @property
+    def image_urls(self) -> list[str]:
+        if isinstance(self.content, str):
+            return []
+        return [p.url for p in self.content if isinstance(p, ImagePart)]
 
 
 class TurnAccepted(BaseModel):
@@ -307,6 +349,8 @@ class MessageOut(BaseModel):
     turn_id: uuid.UUID | None
     created_at: datetime
     rolled_back: bool = False
+    images: list[str] | None = None
+    """A user message's images (their URLs), when it has any."""
 
 
 class MessagesPage(BaseModel):

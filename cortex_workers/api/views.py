@@ -82,6 +82,7 @@ def message_out(m: Message) -> MessageOut:
         turn_id=m.turn_id,
         created_at=m.created_at,
         rolled_back=m.rolled_back,
+        images=[str(url) for url in m.images] if m.images else None,
     )
 
 

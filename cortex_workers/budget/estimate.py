@@ -20,6 +20,13 @@ CHARS_PER_TOKEN = 4
 """The usual length of a token in English text: the expected (not the maximum) input size."""
 EXPECTED_OUTPUT_SHARE = 4
 """The expectation assumes an answer of a quarter of `max_tokens`."""
+IMAGE_TOKENS = 1_600
+"""Input tokens one image may cost, at most, at the providers we speak to (Anthropic bills
+about 1,600 for an image at its largest size; OpenAI's high detail less)."""
+
+
+def image_count(request: ModelRequest) -> int:
+    return sum(len(m.images) for m in request.messages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +63,9 @@ def estimate_call(
     output = request.max_tokens or max_tokens
     size = request_bytes(request)
     framing = FRAMING_TOKENS * (len(request.messages) + len(request.tools) + 1)
-    bound = size + framing
-    expected_input = size // CHARS_PER_TOKEN + framing
+    images = IMAGE_TOKENS * image_count(request)
+    bound = size + framing + images
+    expected_input = size // CHARS_PER_TOKEN + framing + images
     expected_output = max(1, output // EXPECTED_OUTPUT_SHARE)
     prices = {"input_per_mtok": input_per_mtok, "output_per_mtok": output_per_mtok}
     return CallEstimate(

@@ -77,7 +77,18 @@ def _blocks(m: Message, tool_ids: set[str]) -> list[dict[str, Any]]:
         # Its call fell out of the context window: the API would reject a bare tool_result.
         label = "error" if m.is_error else "result"
         return [{"type": "text", "text": f"[tool {label} of {m.name or 'a tool'}]\n{m.content}"}]
-    return [{"type": "text", "text": m.content}] if m.content else []
+    blocks = [{"type": "text", "text": m.content}] if m.content else []
+    return blocks + [image_block(url) for url in m.images]
+
+
+def image_block(url: str) -> dict[str, Any]:
+    """An image of a user message: a `data:` URL as base64, else by URL."""
+    if url.startswith("data:"):
+        header, _, data = url.partition(",")
+        media_type = header.removeprefix("data:").split(";", 1)[0]
+        return {"type": "image", "source": {"type": "base64", "media_type": media_type,
+                                            "data": data}}  # fmt: skip
+    return {"type": "image", "source": {"type": "url", "url": url}}
 
 
 def build_messages(messages: tuple[Message, ...]) -> tuple[str, list[dict[str, Any]]]:

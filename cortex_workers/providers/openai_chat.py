@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from openai import OpenAI
     from openai.types.chat import (
         ChatCompletionChunk,
+        ChatCompletionContentPartParam,
         ChatCompletionFunctionToolParam,
         ChatCompletionMessageFunctionToolCallParam,
         ChatCompletionMessageParam,
@@ -66,6 +67,12 @@ def to_openai_messages(messages: tuple[Message, ...]) -> list[ChatCompletionMess
     for m in messages:
         if m.role == "system":
             out.append({"role": "system", "content": m.content})
+        elif m.role == "user" and m.images:
+            parts: list[ChatCompletionContentPartParam] = (
+                [{"type": "text", "text": m.content}] if m.content else []
+            )
+            parts += [{"type": "image_url", "image_url": {"url": url}} for url in m.images]
+            out.append({"role": "user", "content": parts})
         elif m.role == "user":
             out.append({"role": "user", "content": m.content})
         elif m.role == "assistant":

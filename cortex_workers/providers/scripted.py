@@ -69,8 +69,8 @@ class ScriptReply(BaseModel):
     """The text is followed by the system messages the model was sent (for tests)."""
     echo_request: bool = False
     """The text is followed by a JSON object of what the call asked: `temperature`,
-    `max_tokens`, `result_schema`, the offered tools' names, the messages' roles and the
-    last message's content (for tests)."""
+    `max_tokens`, `result_schema`, the offered tools' names, the messages' roles, their
+    images (each URL's first 64 characters) and the last message's content (for tests)."""
 
 
 def split_tokens(text: str) -> list[str]:
@@ -102,6 +102,7 @@ def _asked(request: ModelRequest) -> str:
         "result_schema": request.result_schema,
         "tools": [t.name for t in request.tools],
         "roles": [m.role for m in request.messages],
+        "images": [url[:64] for m in request.messages for url in m.images],
         "last": request.messages[-1].content if request.messages else "",
     }
     return json.dumps(asked, sort_keys=True)

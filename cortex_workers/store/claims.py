@@ -25,7 +25,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy.dialects.postgresql import JSONB, aggregate_order_by
 
 from ..vocabulary import (
     StepKind,
@@ -176,7 +176,9 @@ def _claim() -> Any:
     )
 
 
-_HISTORY_COLUMNS = ("role", "content", "tool_calls", "tool_call_id", "name", "is_error")
+_HISTORY_COLUMNS = (
+    "role", "content", "tool_calls", "tool_call_id", "name", "is_error", "images"
+)  # fmt: skip
 
 
 def _history(step: Any) -> Any:
@@ -247,7 +249,8 @@ def _with_view(step: Any) -> Any:
         Tenant.__table__.c.mode.label("tenant_mode"),
         ss.route.label("session_route"),
         _t.route.label("turn_route"),
-        _t.options.label("turn_options"),
+        # the options without the images: the turn's user message holds them
+        _t.options.op("-", return_type=JSONB)(const("images")).label("turn_options"),
         *plan_columns(step),
     ).select_from(
         step.join(turns_table, _t.id == c.turn_id)

@@ -304,6 +304,8 @@ class Message(Base):
     tool_call_id: Mapped[str | None] = mapped_column(String(200))
     name: Mapped[str | None] = mapped_column(String(200))
     is_error: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
+    images: Mapped[list[Any] | None] = mapped_column(JSONB)
+    """A user message's images (URLs), when it has any."""
     turn_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
     step_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("steps.id", ondelete="CASCADE"))
     created_at: Mapped[datetime] = _now()

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any, TypedDict
 
 from sqlalchemy import Interval, Table, bindparam, func, literal, select, true, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.orm import Session as Db
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -49,9 +49,11 @@ class TurnParams(LockParams):
 
 class StartedTurnParams(TurnParams):
     """The parameters of a statement that stores a turn that starts at once: also its
-    deadline's distance and the ids of its user message and first model step."""
+    deadline's distance, the ids of its user message and first model step, and the
+    message's images."""
 
     timeout: timedelta
+    images: list[str] | None
     message_id: uuid.UUID
     step_id: uuid.UUID
 
@@ -64,6 +66,8 @@ _LOCK_SESSION = Precompiled(
 )
 
 _SESSION_ID: Any = bindparam("session_id")
+_NULLABLE_JSON = JSONB(none_as_null=True)
+"""A value that is absent for most turns: None is SQL NULL (not JSON null)."""
 
 
 def _when_idle() -> tuple[Any, list[Any]]:
@@ -125,7 +129,7 @@ def _rows(numbered: Any, *, starts: bool) -> dict[Table, dict[str, ColumnElement
         "traceparent": bindparam("traceparent", type_=_tt.traceparent.type),
         "user": bindparam("user", type_=_tt.user.type),
         "route": bindparam("route", type_=_tt.route.type),
-        "options": bindparam("options", type_=_tt.options.type),
+        "options": bindparam("options", type_=_NULLABLE_JSON),
     }
     if not starts:
         return {turns_table: turn}
@@ -139,6 +143,7 @@ def _rows(numbered: Any, *, starts: bool) -> dict[Table, dict[str, ColumnElement
         "role": literal("user", _m.role.type),
         "content": content,
         "turn_id": turn_id,
+        "images": bindparam("images", type_=_NULLABLE_JSON),
     }
     step = {
         "id": bindparam("step_id", type_=_st.id.type),
@@ -189,6 +194,12 @@ _INSERT_TURN = {
     True: Precompiled(_insert_turn(True), params=StartedTurnParams),
 }
 _START_TURN_IF_IDLE = Precompiled(_insert_turn(True, if_idle=True), params=StartedTurnParams)
+
+
+def _images(options: JsonObject | None) -> list[str] | None:
+    """The images of the turn's user message, from its options (`turns.options`)."""
+    images = (options or {}).get("images")
+    return [str(i) for i in images] if isinstance(images, list) and images else None
 
 
 def lock_session(db: Db, session_id: uuid.UUID, tenant_id: uuid.UUID) -> bool:
@@ -259,6 +270,7 @@ def start_turn_if_idle(
         user=user,
         route=route,
         options=options,
+        images=_images(options),
         timeout=timedelta(seconds=timeout_s),
         message_id=uuid.uuid4(),
         step_id=uuid.uuid4(),
@@ -313,6 +325,7 @@ def insert_turn(
         return NewTurn(queued["turn_id"], session_id, counters.last_turn_seq, TurnStatus.QUEUED)
     started = StartedTurnParams(
         **queued,
+        images=_images(options),
         timeout=timedelta(seconds=start_timeout_s),
         message_id=uuid.uuid4(),
         step_id=uuid.uuid4(),

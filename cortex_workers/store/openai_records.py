@@ -114,13 +114,16 @@ def retarget_session(
     model: str | None,
     system_prompt: str | None,
     script: list[JsonObject] | None,
+    tools: list[str] | None = None,
 ) -> None:
-    """Apply a response's model, instructions and script to the session it continues: from
-    this turn on. A new script takes over from the session's next model call."""
+    """Apply a response's model, instructions, tools and script to the session it continues:
+    from this turn on. A new script takes over from the session's next model call."""
     session = db.execute(
         select(Session).where(Session.id == session_id).with_for_update()
     ).scalar_one()
     session.provider, session.model = provider, model
+    if tools is not None:
+        session.tools = tools
     if system_prompt is not None:
         session.system_prompt = storable_text(system_prompt)
     if script is not None:

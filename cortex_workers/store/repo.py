@@ -163,6 +163,7 @@ def insert_message(
     tool_call_id: str | None = None,
     name: str | None = None,
     is_error: bool = False,
+    images: list[str] | None = None,
 ) -> int | None:
     """Store a message (under `seq` when the caller already allocated it); returns its seq,
     or None when it was already stored (redelivery)."""
@@ -182,6 +183,7 @@ def insert_message(
         "tool_calls": None if tool_calls is None else storable_json(tool_calls),
         "tool_call_id": tool_call_id,
         "name": name,
+        "images": storable_json(images) if images else None,
     }
     # an absent value is SQL NULL (a bound None would be JSON null in `tool_calls`)
     row.update({k: v for k, v in optional.items() if v is not None})

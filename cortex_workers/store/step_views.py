@@ -24,6 +24,7 @@ class HistoryEntry(TypedDict):
     tool_call_id: str | None
     name: str | None
     is_error: bool
+    images: list[str] | None
 
 
 class BatchCall(TypedDict):

@@ -76,6 +76,8 @@ class StoredMessage(Protocol):
     def name(self) -> str | None: ...
     @property
     def is_error(self) -> bool: ...
+    @property
+    def images(self) -> list[Any] | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,7 @@ class _Seen:
     tool_call_id: str | None
     name: str | None
     is_error: bool
+    images: list[Any] | None
 
     @classmethod
     def of(cls, entry: HistoryEntry) -> _Seen:
@@ -98,6 +101,7 @@ class _Seen:
             entry["tool_call_id"],
             entry["name"],
             entry["is_error"],
+            entry.get("images"),
         )
 
 
@@ -114,6 +118,7 @@ def to_message(row: StoredMessage) -> Message:
         tool_call_id=row.tool_call_id,
         name=row.name,
         is_error=row.is_error,
+        images=tuple(str(i) for i in row.images or ()),
     )
 
 
@@ -124,7 +129,7 @@ def coherent(messages: Sequence[Message]) -> list[Message]:
     asked: set[str] = set()
     out: list[Message] = []
     for m in messages:
-        if m.role == "user" and not m.content:
+        if m.role == "user" and not m.content and not m.images:
             continue
         if m.role == "tool":
             if m.tool_call_id in asked:

@@ -55,7 +55,11 @@ class DryRun:
 
 
 def _context(
-    rt: Runtime, session: Session, content: str, turn_route: JsonObject | None
+    rt: Runtime,
+    session: Session,
+    content: str,
+    turn_route: JsonObject | None,
+    images: tuple[str, ...] = (),
 ) -> ModelContext:
     """What the turn's first model step would read: the same prompt, summary and window."""
     window = rt.settings.history_window
@@ -78,7 +82,7 @@ def _context(
         session.system_prompt if session.system_prompt is not None else rt.settings.system_prompt
     )
     messages = system_messages(prompt, session.summary, tools=bool(tools)) + coherent(
-        [*history, Message(role="user", content=content)]
+        [*history, Message(role="user", content=content, images=images)]
     )
     provider, model = rt.providers.resolve(session.provider, session.model)
     script = (session.metadata_ or {}).get("script")
@@ -127,13 +131,14 @@ def dry_run(
     session_id: uuid.UUID,
     content: str,
     turn_route: JsonObject | None = None,
+    images: tuple[str, ...] = (),
 ) -> DryRun:
     """Plan the turn's first call as a model step would, without storing or sending it."""
     with transaction(rt.db) as db:
         session = repo.get_session(db, session_id, tenant_id=tenant_id)
     if session is None:
         raise NotFound(f"session {session_id} not found")
-    ctx = _context(rt, session, content, turn_route)
+    ctx = _context(rt, session, content, turn_route, images)
     request = ModelRequest(model=ctx.model, messages=ctx.messages, tools=ctx.tools)
     plan = preview_call(rt, ctx, request)  # routed and redacted as the step would, unsent
     estimate = _estimate(rt, plan.route, plan.request)

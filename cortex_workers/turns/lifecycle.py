@@ -22,6 +22,7 @@ from ..store.step_commit import write_record
 from ..store.step_record_rows import RecordRows, TimelineRow
 from ..streaming import cancel_key, emit_terminal
 from ..vocabulary import ACTIVE_TURN_STATUSES, StepKind, TimelineKind, TurnStatus
+from .options import TurnOptions
 from .steps import NextStep, step_ref
 
 
@@ -119,18 +120,25 @@ def promote_next(rt: Runtime, db: Db, session_id: uuid.UUID) -> list[NextStep]:
         turn_id=turn.id,
         session_id=session_id,
         content=None if turn.trigger is not None and not turn.content else turn.content,
+        images=list(TurnOptions.of(turn.options).images),
     )
 
 
 def first_step(
-    db: Db, *, turn_id: uuid.UUID, session_id: uuid.UUID, content: str | None
+    db: Db,
+    *,
+    turn_id: uuid.UUID,
+    session_id: uuid.UUID,
+    content: str | None,
+    images: list[str] | None = None,
 ) -> list[NextStep]:
     """A queued turn's user message (none for a turn no user posted: a follow-up) and first
     model step, as it starts."""
     if content is not None:
         repo.insert_message(
-            db, session_id=session_id, role="user", content=content, turn_id=turn_id
-        )
+            db, session_id=session_id, role="user", content=content, turn_id=turn_id,
+            images=images or None,
+        )  # fmt: skip
     return create_model_step(db, turn_id=turn_id, session_id=session_id, step_no=1)
 
 

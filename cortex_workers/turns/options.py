@@ -47,6 +47,9 @@ class TurnOptions(BaseModel):
     result_schema: JsonObject | None = None
     """A JSON Schema the answer must follow (structured output, as a job's `result_schema`)."""
     client_tools: tuple[ClientTool, ...] = ()
+    images: tuple[str, ...] = ()
+    """The images of the turn's user message (stored with the message; the model step's
+    claim reads the options without them)."""
 
     def stored(self) -> JsonObject | None:
         """As the turn stores it: None when the turn asks nothing of its own."""

@@ -71,14 +71,18 @@ def check_provider(rt: Runtime, spec: SessionSpec) -> None:
 
 
 def _check_tools(rt: Runtime, spec: SessionSpec) -> None:
+    check_tools(rt, spec.tools)
+
+
+def check_tools(rt: Runtime, tools: list[str] | None) -> None:
     """Every tool named is registered (or belongs to a configured MCP server that is down
-    now), and every `<server>.*` names a configured MCP server."""
-    if spec.tools is None:
+    now), and every `<server>.*` names a configured MCP server (422 `unknown_tool`)."""
+    if tools is None:
         return
     servers = rt.settings.mcp.servers
-    patterns = {n for n in spec.tools if n.endswith(".*")}
+    patterns = {n for n in tools if n.endswith(".*")}
     mcp = rt.mcp
-    missing = set(spec.tools) - patterns - set(rt.tools.names())
+    missing = set(tools) - patterns - set(rt.tools.names())
     if mcp is not None:
         missing = {n for n in missing if n not in mcp.unavailable_tools()}
     unknown = sorted(missing | {p for p in patterns if p[:-2] not in servers})

@@ -142,3 +142,49 @@ def test_a_hosted_tool_type_is_refused_by_name(oai: openai.OpenAI) -> None:
         oai.responses.create(model=MODEL, input="Hi", tools=[{"type": "web_search"}])  # type: ignore[list-item]
     assert err.value.body["param"] == "tools[0].type"  # type: ignore[index]
     assert err.value.body["code"] == "unsupported_parameter"  # type: ignore[index]
+
+
+def test_the_operators_tools_run_server_side_as_mcp_call_items(oai: openai.OpenAI) -> None:
+    tools = [{"type": "cortex_tools", "names": ["calculate"]}, WEATHER]
+    calculate = {"tool_calls": [{"name": "calculate", "arguments": {"expression": "6*7"}}]}
+    response = oai.responses.create(
+        model=MODEL,
+        input="Six times seven?",
+        tools=tools,  # type: ignore[arg-type]
+        metadata=script(calculate, {"text": "", "echo_request": True}),
+    )
+    assert response.status == "completed"
+    kinds = [item.type for item in response.output]
+    assert kinds == ["mcp_call", "message"]
+    call = response.output[0]
+    assert call.type == "mcp_call"
+    assert call.server_label == "cortex" and call.name == "calculate"
+    assert call.output is not None and "42" in call.output
+    asked = json.loads(response.output_text)
+    assert sorted(asked["tools"]) == ["calculate", "get_weather"]
+    assert asked["roles"][-2:] == ["assistant", "tool"]
+
+    events = list(
+        oai.responses.create(
+            model=MODEL,
+            input="Again?",
+            tools=tools,  # type: ignore[arg-type]
+            metadata=script(calculate, "Forty-two."),
+            stream=True,
+        )
+    )
+    done = [e for e in events if e.type == "response.output_item.done"]
+    assert [e.item.type for e in done] == ["mcp_call", "message"]
+    assert "42" in (done[0].item.output or "")  # type: ignore[union-attr]
+    assert events[-1].response.output_text == "Forty-two."
+
+
+def test_an_unknown_operator_tool_is_refused_naming_it(oai: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as err:
+        oai.responses.create(
+            model=MODEL,
+            input="Hi",
+            tools=[{"type": "cortex_tools", "names": ["no_such_tool"]}],  # type: ignore[list-item]
+        )
+    assert err.value.body["param"] == "tools"  # type: ignore[index]
+    assert "no_such_tool" in err.value.body["message"]  # type: ignore[index]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from ...errors import NotFound
+from ...errors import InvalidRequest, NotFound
 from ...messages import JsonObject
 from ...runtime import Runtime
 from ...store import openai_records, repo
@@ -19,6 +19,7 @@ from ...turns.guards.modes import AUTO
 from ...turns.sessions import SessionSpec
 from ..ratelimit import take_session
 from . import ids
+from .errors import OpenAIBadRequest
 from .requests import HistoryItem, ResponseCreate, Turnable
 from .views import load
 
@@ -68,6 +69,11 @@ def target_session(
     rt: Runtime, tenant_id: uuid.UUID, body: ResponseCreate, turnable: Turnable
 ) -> Target:
     provider, model = model_route(rt, body.model)
+    server_tools = body.server_tools()
+    try:
+        sessions.check_tools(rt, server_tools)
+    except InvalidRequest as exc:
+        raise OpenAIBadRequest(exc.message, param="tools", code=exc.code) from None
     instructions, script = _instructions(body, turnable), body.script()
     if body.conversation_id is not None:
         session_id = ids.parse(body.conversation_id, ids.CONVERSATION, "conversation")
@@ -89,7 +95,7 @@ def target_session(
             system_prompt=instructions,
             provider=provider,
             model=model,
-            tools=[],
+            tools=server_tools,
             metadata=metadata,
             user=body.user,
         )
@@ -102,6 +108,7 @@ def target_session(
             model=model,
             system_prompt=instructions,
             script=script,
+            tools=server_tools,
         )
     return target
 
@@ -152,4 +159,5 @@ def add_history(rt: Runtime, session_id: uuid.UUID, history: list[HistoryItem]) 
                 tool_calls=item.tool_calls,
                 tool_call_id=item.tool_call_id,
                 name=item.name,
+                images=item.images,
             )

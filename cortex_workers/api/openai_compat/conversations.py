@@ -11,7 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from openai.types.conversations import Conversation, ConversationDeletedResource
 from openai.types.conversations.message import Message as ItemMessage
-from openai.types.responses import ResponseInputText, ResponseOutputText
+from openai.types.responses import ResponseInputImage, ResponseInputText, ResponseOutputText
 from sqlalchemy.orm import Session as Db
 
 from ...errors import NotFound
@@ -23,10 +23,18 @@ from ...store.openai_models import OpenAIConversation
 from ...turns import sessions
 from ...turns.sessions import SessionSpec
 from ..deps import RuntimeDep, TenantDep
+from ..images import checked_images
 from ..ratelimit import take_session
 from . import ids
 from .errors import OpenAIBadRequest
-from .requests import ConversationCreate, ConversationUpdate, ItemsCreate, MessageItem, part_text
+from .requests import (
+    ConversationCreate,
+    ConversationUpdate,
+    ItemsCreate,
+    MessageItem,
+    part_images,
+    part_text,
+)
 from .views import list_page
 
 router = APIRouter(prefix="/v1/conversations", tags=["openai"])
@@ -45,17 +53,22 @@ def conversation_out(row: OpenAIConversation) -> JSONResponse:
 
 
 def item_out(m: Message) -> ItemMessage:
-    part: ResponseInputText | ResponseOutputText
+    parts: list[ResponseInputText | ResponseOutputText | ResponseInputImage] = []
     if m.role == "assistant":
-        part = ResponseOutputText(type="output_text", text=m.content, annotations=[])
+        parts.append(ResponseOutputText(type="output_text", text=m.content, annotations=[]))
     else:
-        part = ResponseInputText(type="input_text", text=m.content)
+        if m.content or not m.images:
+            parts.append(ResponseInputText(type="input_text", text=m.content))
+        parts += [
+            ResponseInputImage(type="input_image", image_url=str(url), detail="auto")
+            for url in m.images or ()
+        ]
     return ItemMessage(
         id=ids.item_id(m.id),
         type="message",
         role="assistant" if m.role == "assistant" else "user",
         status="completed",
-        content=[part],
+        content=parts,  # type: ignore[arg-type]
     )
 
 
@@ -67,7 +80,9 @@ def _require(db: Db, conversation_id: str, tenant_id: uuid.UUID) -> OpenAIConver
     return row
 
 
-def _add_items(db: Db, session_id: uuid.UUID, items: list[MessageItem]) -> list[Message]:
+def _add_items(
+    rt: Runtime, db: Db, session_id: uuid.UUID, items: list[MessageItem]
+) -> list[Message]:
     added: list[int] = []
     for i, item in enumerate(items):
         if item.role not in ("user", "assistant"):
@@ -75,7 +90,10 @@ def _add_items(db: Db, session_id: uuid.UUID, items: list[MessageItem]) -> list[
                 "conversation items are user or assistant messages", param=f"items[{i}].role"
             )
         text = part_text(item, f"items[{i}]")
-        seq = repo.insert_message(db, session_id=session_id, role=item.role, content=text)
+        images = checked_images(rt.settings, part_images(item, f"items[{i}]"), f"items[{i}]")
+        seq = repo.insert_message(
+            db, session_id=session_id, role=item.role, content=text, images=list(images) or None
+        )
         added += [seq] if seq is not None else []
     return list(openai_records.messages_at(db, session_id, added))
 
@@ -84,7 +102,7 @@ def _create(rt: Runtime, tenant_id: uuid.UUID, body: ConversationCreate) -> Open
     take_session(rt, tenant_id)
     session = sessions.create_session(rt, tenant_id, SessionSpec(name="conversation", tools=[]))
     with transaction(rt.db) as db:
-        _add_items(db, session.id, body.items or [])
+        _add_items(rt, db, session.id, body.items or [])
         return openai_records.insert_conversation(
             db, session_id=session.id, tenant_id=tenant_id, metadata=body.metadata or {}
         )
@@ -185,7 +203,7 @@ def _create_items(
 ) -> list[ItemMessage]:
     with transaction(rt.db) as db:
         row = _require(db, conversation_id, tenant_id)
-        return [item_out(m) for m in _add_items(db, row.session_id, body.items)]
+        return [item_out(m) for m in _add_items(rt, db, row.session_id, body.items)]
 
 
 @router.post("/{conversation_id}/items")

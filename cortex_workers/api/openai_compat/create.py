@@ -12,6 +12,7 @@ from ...store import openai_records
 from ...store.db import transaction
 from ...turns.guards.admission import admit_turn, replayed
 from ...turns.submit import submit_turn
+from ..images import checked_images
 from ..ratelimit import take_turn
 from . import ids
 from .chains import add_history, known_calls, target_session
@@ -64,6 +65,9 @@ def create_response(
     """Store the response's turn (queued, started when its session is idle) and return its id."""
     body.check_supported()
     turnable = to_turn(body.input, known_calls(rt, tenant_id, body))
+    for i, item in enumerate(turnable.history):
+        checked_images(rt.settings, item.images or [], f"input[{i}] images")
+    images = checked_images(rt.settings, turnable.images, "input images")
     request = stored_request(body, turnable)
     known = replayed(rt, tenant_id, idempotency_key)
     if known is not None:
@@ -85,7 +89,7 @@ def create_response(
         content=turnable.content,
         idempotency_key=idempotency_key,
         user=body.user,
-        options=request["options"],
+        options=body.options().model_copy(update={"images": images}).stored(),
     )
     with transaction(rt.db) as db:
         openai_records.insert_response(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from openai.types.responses import (
     Response,
@@ -35,9 +35,11 @@ from openai.types.responses import (
     ResponseTextDeltaEvent,
     ResponseTextDoneEvent,
 )
+from openai.types.responses.response_output_item import McpCall
 
+from ...store.replies import ToolCallDoc
 from ...streaming import Entry
-from .views import function_call, output_message
+from .views import Result, function_call, output_message, server_call
 
 
 @dataclass
@@ -55,9 +57,14 @@ class Translator:
     initial: Response
     """The response as `response.created` shows it (status queued or in_progress, no output)."""
     background: bool
+    client_tools: frozenset[str] = frozenset()
+    """The response's `function` tools: their calls are `function_call` items; the calls of
+    the operator's tools are `mcp_call` items, done when their result arrives."""
     sequence: int = 0
     outputs: int = 0
     item: _Item | None = None
+    running: dict[str, tuple[int, McpCall]] = field(default_factory=dict)
+    """The open `mcp_call` items by call id: (output index, item)."""
 
     def _next(self) -> int:
         n = self.sequence
@@ -92,8 +99,12 @@ class Translator:
                 return self._delta(int(data.get("step", 0)), str(data.get("text", "")))
             case "message":
                 return self._close("completed")
-            case "tool_call":
+            case "tool_call" if str(data.get("name", "")) in self.client_tools:
                 return self._close("completed") + self._call(data)
+            case "tool_call":
+                return self._close("completed") + self._server_call(data)
+            case "tool_result":
+                return self._server_result(data)
             case "step_restart":
                 return self._close("incomplete")
             case _:
@@ -122,18 +133,42 @@ class Translator:
             )
         return out
 
+    def _server_call(self, data: dict[str, object]) -> list[ResponseStreamEvent]:
+        """A call of the operator's tools: an `mcp_call` item, open until its result."""
+        item = server_call(self.turn_id, _call_doc(data), None)
+        index = self.outputs
+        self.outputs += 1
+        self.running[str(data.get("id", ""))] = (index, item)
+        return [
+            ResponseOutputItemAddedEvent(
+                type="response.output_item.added",
+                item=item,
+                output_index=index,
+                sequence_number=self._next(),
+            )
+        ]
+
+    def _server_result(self, data: dict[str, object]) -> list[ResponseStreamEvent]:
+        opened = self.running.pop(str(data.get("id", "")), None)
+        if opened is None:
+            return []
+        index, item = opened
+        result = Result(str(data.get("content", "")), bool(data.get("is_error")))
+        call: ToolCallDoc = {"id": str(data.get("id", "")), "name": item.name,
+                             "arguments": json.loads(item.arguments)}  # fmt: skip
+        return [
+            ResponseOutputItemDoneEvent(
+                type="response.output_item.done",
+                item=server_call(self.turn_id, call, result),
+                output_index=index,
+                sequence_number=self._next(),
+            )
+        ]
+
     def _call(self, data: dict[str, object]) -> list[ResponseStreamEvent]:
         """A function call the model made, as one output item (its arguments are whole when
         our stream carries the call)."""
-        arguments = data.get("arguments")
-        done = function_call(
-            self.turn_id,
-            {
-                "id": str(data.get("id", "")),
-                "name": str(data.get("name", "")),
-                "arguments": arguments if isinstance(arguments, dict) else {},
-            },
-        )
+        done = function_call(self.turn_id, _call_doc(data))
         index = self.outputs
         self.outputs += 1
         opened = ResponseFunctionToolCall.model_validate(
@@ -249,3 +284,13 @@ class Translator:
                     ResponseFailedEvent(type="response.failed", response=final, sequence_number=n)
                 )
         return out
+
+
+def _call_doc(data: dict[str, object]) -> ToolCallDoc:
+    """A `tool_call` entry of our stream as the stored call."""
+    arguments = data.get("arguments")
+    return {
+        "id": str(data.get("id", "")),
+        "name": str(data.get("name", "")),
+        "arguments": arguments if isinstance(arguments, dict) else {},
+    }

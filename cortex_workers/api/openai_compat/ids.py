@@ -31,6 +31,11 @@ def call_item_id(turn_id: uuid.UUID, call_id: str) -> str:
     return f"fc_{turn_id.hex}_{call_id}"
 
 
+def server_call_item_id(turn_id: uuid.UUID, call_id: str) -> str:
+    """The id of a response's `mcp_call` output item (a call of the operator's tools)."""
+    return f"mcp_{turn_id.hex}_{call_id}"
+
+
 def parse(value: str, prefix: str, what: str) -> uuid.UUID:
     """The UUID of an id we issued; 404 (as for an unknown id) for anything else."""
     if value.startswith(prefix) and len(value) == len(prefix) + 32:

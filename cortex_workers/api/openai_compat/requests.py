@@ -8,7 +8,7 @@ empty list or object, or a value listed in `NEUTRAL`). docs/openai-compatibility
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
@@ -81,9 +81,14 @@ class OutputText(BaseModel):
 
 
 class InputImage(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    """An image: `image_url` is an `https:` or a `data:` URL (`file_id` is not supported;
+    `detail` is left to the provider)."""
+
+    model_config = ConfigDict(extra="forbid")
     type: Literal["input_image"]
     image_url: str | None = None
+    file_id: str | None = None
+    detail: Literal["auto", "low", "high"] | None = None
 
 
 ContentPart = Annotated[InputText | OutputText | InputImage, Field(discriminator="type")]
@@ -151,6 +156,18 @@ class FunctionTool(BaseModel):
     strict: bool | None = None
 
 
+class CortexTools(BaseModel):
+    """Our tool type: the operator's tools (built-in, plugin, MCP, agents), by name as a
+    session's `tools` takes them (`<server>.*` for an MCP server's). They run server-side, on
+    the `tools` queue, like OpenAI's hosted tools; their calls are `mcp_call` output items."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["cortex_tools"]
+    names: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        min_length=1, max_length=128
+    )
+
+
 class OtherTool(BaseModel):
     """A tool of another type (`web_search`, `mcp`, …): refused by name."""
 
@@ -206,7 +223,7 @@ class ResponseCreate(StorableBody):
     tool_choice: Literal["auto", "none"] | None = None
     parallel_tool_calls: bool | None = None
     user: str | None = Field(default=None, max_length=200)
-    tools: list[FunctionTool | OtherTool] | None = Field(default=None, max_length=128)
+    tools: list[FunctionTool | CortexTools | OtherTool] | None = Field(default=None, max_length=128)
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     text: TextConfig | None = None
@@ -232,6 +249,14 @@ class ResponseCreate(StorableBody):
         names = [t.name for t in self.function_tools()]
         if len(set(names)) != len(names):
             raise OpenAIBadRequest("tools must have distinct names", param="tools")
+        if len([t for t in self.tools or () if isinstance(t, CortexTools)]) > 1:
+            raise OpenAIBadRequest("at most one cortex_tools entry", param="tools")
+        clash = set(names) & set(self.server_tools())
+        if clash:
+            raise OpenAIBadRequest(
+                f"function tools named like the operator's tools: {', '.join(sorted(clash))}",
+                param="tools",
+            )
         form = self.text.format if self.text is not None else None
         if isinstance(form, TextFormatOther):
             raise Unsupported("text.format.type", f"text.format {form.type!r} is not supported")
@@ -242,6 +267,12 @@ class ResponseCreate(StorableBody):
 
     def function_tools(self) -> list[FunctionTool]:
         return [t for t in self.tools or () if isinstance(t, FunctionTool)]
+
+    def server_tools(self) -> list[str]:
+        """The operator's tools this response offers (`cortex_tools`; none by default)."""
+        if self.tool_choice == "none":
+            return []
+        return [n for t in self.tools or () if isinstance(t, CortexTools) for n in t.names]
 
     def options(self) -> TurnOptions:
         """What this response asks of its model calls (`turns.options`)."""
@@ -297,6 +328,8 @@ class HistoryItem:
     tool_call_id: str | None = None
     name: str | None = None
     """A tool message's call and function."""
+    images: list[str] | None = None
+    """A user message's images."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +342,8 @@ class Turnable:
     content: str
     outputs: list[FunctionCallOutputItem]
     """The function call outputs of `input`, in order (their calls must be known)."""
+    images: list[str] = field(default_factory=list)
+    """The images of the turn's own user message."""
 
     def stored_input(self) -> list[JsonObject]:
         """The input items as the response keeps them (its `input_items`)."""
@@ -320,28 +355,49 @@ class Turnable:
                 )
                 continue
             if h.text or not h.tool_calls:
-                out.append({"role": h.role, "text": h.text})
+                out.append(_message_doc(h.role, h.text, h.images))
             for c in h.tool_calls or ():
                 arguments = json.dumps(c["arguments"])
                 out.append(
                     {"type": "function_call", "call_id": c["id"], "name": c["name"],
                      "arguments": arguments}
                 )  # fmt: skip
-        if self.content:
-            out.append({"role": "user", "text": self.content})
+        if self.content or self.images:
+            out.append(_message_doc("user", self.content, self.images))
         return out
+
+
+def _message_doc(role: str, text: str, images: list[str] | None) -> JsonObject:
+    doc: JsonObject = {"role": role, "text": text}
+    if images:
+        doc["images"] = list(images)
+    return doc
 
 
 def part_text(item: MessageItem, where: str) -> str:
     """A message's text: its string content, or its text parts joined by newlines."""
     if isinstance(item.content, str):
         return item.content
-    texts = []
+    return "\n".join(p.text for p in item.content if not isinstance(p, InputImage))
+
+
+def part_images(item: MessageItem, where: str) -> list[str]:
+    """A user message's `input_image` URLs (checked by the caller: `api.images`)."""
+    if isinstance(item.content, str):
+        return []
+    urls = []
     for j, part in enumerate(item.content):
-        if isinstance(part, InputImage):
-            raise Unsupported(f"{where}.content[{j}]", "input_image is not supported yet")
-        texts.append(part.text)
-    return "\n".join(texts)
+        if not isinstance(part, InputImage):
+            continue
+        at = f"{where}.content[{j}]"
+        if part.file_id is not None or part.image_url is None:
+            raise Unsupported(
+                f"{at}.file_id", "input_image needs image_url; file_id is not supported"
+            )
+        if item.role != "user":
+            raise OpenAIBadRequest("only user messages may carry images", param=at)
+        urls.append(part.image_url)
+    return urls
 
 
 def _arguments(item: FunctionCallItem, where: str) -> JsonObject:
@@ -375,7 +431,8 @@ def to_turn(value: str | list[InputItem], known_calls: dict[str, str]) -> Turnab
             case MessageItem(role="system" | "developer"):
                 instructions.append(part_text(item, where))
             case MessageItem():
-                items.append(HistoryItem(item.role, part_text(item, where)))
+                images = part_images(item, where) or None
+                items.append(HistoryItem(item.role, part_text(item, where), images=images))
             case FunctionCallItem():
                 call: ToolCallDoc = {
                     "id": item.call_id, "name": item.name,
@@ -397,12 +454,13 @@ def to_turn(value: str | list[InputItem], known_calls: dict[str, str]) -> Turnab
                 items.append(HistoryItem("tool", item.text, tool_call_id=item.call_id, name=name))
                 outputs.append(item)
     last = items[-1] if items else None
-    if last is not None and last.role == "user" and last.text:
-        return Turnable(items[:-1], instructions, last.text, outputs)
+    if last is not None and last.role == "user" and (last.text or last.images):
+        return Turnable(items[:-1], instructions, last.text, outputs, list(last.images or ()))
     if last is not None and last.role == "tool":
         return Turnable(items, instructions, "", outputs)
     raise OpenAIBadRequest(
-        "input must end with a user message with text, or with function_call_output items",
+        "input must end with a user message with text or images, or with function_call_output "
+        "items",
         param="input",
     )
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from openai.types.responses import ResponseInputText
+from openai.types.responses import ResponseInputImage, ResponseInputText
 from openai.types.responses.response_function_tool_call_item import ResponseFunctionToolCallItem
 from openai.types.responses.response_function_tool_call_output_item import (
     ResponseFunctionToolCallOutputItem,
@@ -149,12 +149,19 @@ def _input_item(turn_hex: str, i: int, item: dict[str, Any]) -> InputItem:
                 call_id=item["call_id"], output=item["output"],
             )  # fmt: skip
         case _:
+            content: list[ResponseInputText | ResponseInputImage] = []
+            if item["text"] or not item.get("images"):
+                content.append(ResponseInputText(type="input_text", text=item["text"]))
+            content += [
+                ResponseInputImage(type="input_image", image_url=url, detail="auto")
+                for url in item.get("images") or ()
+            ]
             return ResponseInputMessageItem(
                 id=item_id,
                 type="message",
                 role=item["role"],
                 status="completed",
-                content=[ResponseInputText(type="input_text", text=item["text"])],
+                content=content,  # type: ignore[arg-type]
             )
 
 

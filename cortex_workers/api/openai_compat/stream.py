@@ -38,7 +38,9 @@ async def translated(
     first = response_of(
         loaded, status="queued" if loaded.request.get("background") else "in_progress", empty=True
     )
-    translator = Translator(turn.id, first, bool(loaded.request.get("background")))
+    translator = Translator(
+        turn.id, first, bool(loaded.request.get("background")), loaded.client_tools
+    )
     for event in translator.opening():
         yield event
     running = turn.status not in TERMINAL

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fastapi.responses import JSONResponse
@@ -21,7 +21,9 @@ from openai.types.responses import (
     ResponseOutputText,
     ResponseUsage,
 )
+from openai.types.responses.mcp_tool_call_error import McpToolExecutionError
 from openai.types.responses.response import Conversation, IncompleteDetails
+from openai.types.responses.response_output_item import McpCall
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 from pydantic import BaseModel
 from sqlalchemy.orm import Session as Db
@@ -35,6 +37,9 @@ from ...store.replies import ToolCallDoc
 from ...turns.options import CUT_OFF
 from ...vocabulary import TurnStatus
 from . import ids
+
+SERVER_LABEL = "cortex"
+"""The `server_label` of the operator's tools' calls (`mcp_call` items)."""
 
 Status = Literal["completed", "failed", "in_progress", "cancelled", "queued", "incomplete"]
 STATUSES: dict[TurnStatus, Status] = {
@@ -57,17 +62,38 @@ class Answer:
 
 
 @dataclass(frozen=True, slots=True)
+class Result:
+    """What one of the operator's tools answered a call of the turn."""
+
+    content: str
+    is_error: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Loaded:
-    """A response row, its turn, the turn's answers and cached tokens."""
+    """A response row, its turn, the turn's answers and tool results, and cached tokens."""
 
     record: OpenAIResponse
     turn: Turn
     answers: list[Answer]
     cached_tokens: int = 0
+    results: dict[str, Result] = field(default_factory=dict)
+    """Call id → result, for the calls the operator's tools ran."""
 
     @property
     def request(self) -> dict[str, Any]:
         return self.record.request
+
+    @property
+    def client_tools(self) -> frozenset[str]:
+        """The names of the response's `function` tools (the client runs their calls)."""
+        return client_tools(self.request)
+
+
+def client_tools(request: dict[str, Any]) -> frozenset[str]:
+    return frozenset(
+        str(t["name"]) for t in request.get("tools") or () if t.get("type") == "function"
+    )
 
 
 def load(db: Db, response_id: str, tenant_id: uuid.UUID, *, deleted_too: bool = False) -> Loaded:
@@ -80,16 +106,22 @@ def load(db: Db, response_id: str, tenant_id: uuid.UUID, *, deleted_too: bool = 
     record, turn = found
     steps = step_store.steps_of_turn(db, turn_id)
     numbers = {s.id: s.step_no for s in steps}
+    messages = repo.turn_messages(db, turn_id)
     answers = [
         Answer(
             numbers.get(m.step_id, m.seq) if m.step_id else m.seq,
             m.content,
             list(m.tool_calls or ()),
-        )  # fmt: skip
-        for m in repo.turn_messages(db, turn_id)
+        )
+        for m in messages
         if m.role == "assistant" and (m.content or m.tool_calls)
     ]
-    return Loaded(record, turn, answers, sum(s.cache_read_tokens for s in steps))
+    results = {
+        m.tool_call_id: Result(m.content, m.is_error)
+        for m in messages
+        if m.role == "tool" and m.tool_call_id
+    }
+    return Loaded(record, turn, answers, sum(s.cache_read_tokens for s in steps), results)
 
 
 def output_message(
@@ -122,13 +154,39 @@ def function_call(turn_id: uuid.UUID, call: ToolCallDoc) -> ResponseFunctionTool
     )
 
 
-def output_items(turn_id: uuid.UUID, answers: list[Answer]) -> list[ResponseOutputItem]:
-    """Each answer's message (when it has text), then its function calls."""
+def server_call(turn_id: uuid.UUID, call: ToolCallDoc, result: Result | None) -> McpCall:
+    """A call of one of the operator's tools (`cortex_tools`), run server-side: an
+    `mcp_call` item of the server `cortex` (in progress until its result is stored)."""
+    status: Literal["in_progress", "completed", "failed"] = "in_progress"
+    if result is not None:
+        status = "failed" if result.is_error else "completed"
+    return McpCall(
+        id=ids.server_call_item_id(turn_id, call["id"]),
+        type="mcp_call",
+        server_label=SERVER_LABEL,
+        name=call["name"],
+        arguments=json.dumps(call["arguments"]),
+        output=result.content if result is not None and not result.is_error else None,
+        error=McpToolExecutionError(type="mcp_tool_execution_error", content=result.content)
+        if result is not None and result.is_error
+        else None,
+        status=status,
+    )
+
+
+def output_items(loaded: Loaded) -> list[ResponseOutputItem]:
+    """Each answer's message (when it has text), then its calls: `function_call` items for
+    the client's tools, `mcp_call` items for the operator's."""
+    turn_id, client = loaded.turn.id, loaded.client_tools
     out: list[ResponseOutputItem] = []
-    for answer in answers:
+    for answer in loaded.answers:
         if answer.text:
             out.append(output_message(turn_id, answer.step, answer.text, status="completed"))
-        out += [function_call(turn_id, call) for call in answer.calls]
+        for call in answer.calls:
+            if call["name"] in client:
+                out.append(function_call(turn_id, call))
+            else:
+                out.append(server_call(turn_id, call, loaded.results.get(call["id"])))
     return out
 
 
@@ -171,7 +229,7 @@ def response_of(loaded: Loaded, *, status: Status | None = None, empty: bool = F
         else None,
         status=current,
         model=request["model"],
-        output=[] if empty else output_items(turn.id, loaded.answers),
+        output=[] if empty else output_items(loaded),
         instructions=request.get("instructions"),
         metadata=request.get("metadata") or {},
         parallel_tool_calls=request.get("parallel_tool_calls", True),

@@ -14,8 +14,10 @@ from ...store.db import transaction
 from ...turns import sessions
 from ...turns.dry_run import dry_run
 from ...turns.guards.admission import admit_turn, replayed
+from ...turns.options import TurnOptions
 from ...turns.submit import submit_turn
 from ..deps import CallerDep, RuntimeDep, TenantDep
+from ..images import checked_images
 from ..ratelimit import take_session, take_turn
 from ..schemas import (
     MessagesPage,
@@ -135,32 +137,35 @@ def post_turn(
             403, "a session token may not set user or route; the tenant's API key may"
         )
     tenant_id = caller.tenant_id
+    images = checked_images(rt.settings, body.image_urls, "content images")
     if body.dry_run:  # nothing stored, reserved or sent; counted as a turn (it redacts)
         take_turn(rt, tenant_id)
         plan = dry_run(
             rt,
             tenant_id=tenant_id,
             session_id=session_id,
-            content=body.content,
+            content=body.text,
             turn_route=body.route_request(),
+            images=images,
         )
         return JSONResponse(plan.as_json(), status_code=200)
     known = replayed(rt, tenant_id, idempotency_key)  # the key read once
     if known is None:  # a replay creates nothing: not counted, not refused
         take_turn(rt, tenant_id)
         admit_turn(
-            rt, tenant_id=tenant_id, session_id=session_id, content=body.content, user=body.user
+            rt, tenant_id=tenant_id, session_id=session_id, content=body.text, user=body.user
         )
     result = submit_turn(
         rt,
         tenant_id=tenant_id,
         session_id=session_id,
-        content=body.content,
+        content=body.text,
         if_busy=body.if_busy,
         idempotency_key=idempotency_key,
         user=body.user,
         route=body.route_request(),
         known=known,
+        options=TurnOptions(images=images).stored(),
     )
     publish(result.publish)
     turn = result.turn

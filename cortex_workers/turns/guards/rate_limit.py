@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from ...budget.estimate import IMAGE_TOKENS, image_count
 from ...messages import ModelRequest
 from ...providers.limits import Limit
 from ...providers.registry import Route
@@ -17,7 +18,7 @@ def estimate_input_tokens(request: ModelRequest) -> int:
     """A cheap upper-ish estimate (4 characters a token) for token-rate limits."""
     chars = sum(len(m.content) for m in request.messages)
     chars += sum(len(t.description) + len(str(t.parameters)) for t in request.tools)
-    return chars // 4 + 16
+    return chars // 4 + 16 + IMAGE_TOKENS * image_count(request)
 
 
 @dataclass(frozen=True, slots=True)

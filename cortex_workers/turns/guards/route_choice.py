@@ -4,7 +4,9 @@ its decision as the routes of a step's attempts."""
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import replace
 
+from ...budget.estimate import image_count
 from ...messages import ModelRequest
 from ...providers.latency import latency_of
 from ...providers.locality import is_local
@@ -96,6 +98,8 @@ def decide_route(
         depth=depth,
         local_only=local_only,
     )
+    if image_count(request):  # only a model that reads images can take it
+        wanted = replace(wanted, capabilities=wanted.capabilities | {ModelCapability.VISION})
     return choose_route(candidates(rt, cooling=cooling), wanted)
 
 
