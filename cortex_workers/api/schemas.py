@@ -6,7 +6,16 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    field_validator,
+    model_validator,
+)
 
 from ..messages import ErrorDoc, JsonObject
 from ..providers.scripted import ScriptReply
@@ -206,15 +215,42 @@ class ImagePart(BaseModel):
 
 
 ContentPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
+TurnContent = (
+    Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+    | Annotated[list[ContentPart], Field(min_length=1, max_length=64)]
+)
+
+
+def _one_content_error(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """One error for `content` (not one per member of the union), saying both forms."""
+    try:
+        parts = handler(value)
+    except ValidationError as exc:
+        if isinstance(value, str):
+            problem = str(exc.errors()[0]["msg"])
+        elif isinstance(value, list):
+            problem = str(exc.errors()[-1]["msg"])
+        else:
+            problem = f"got {type(value).__name__}"
+        raise ValueError(
+            "content is a non-empty string, or a list of parts "
+            '({"type": "text", "text"} or {"type": "image", "url"}): ' + problem
+        ) from None
+    if isinstance(parts, list):
+        text = "\n".join(p.text for p in parts if isinstance(p, TextPart))
+        if not text and not any(isinstance(p, ImagePart) for p in parts):
+            raise ValueError("content has no text and no image")
+        if len(text) > MAX_TEXT:
+            raise ValueError(f"content's text is longer than {MAX_TEXT} characters")
+    return parts
 
 
 class TurnCreate(StorableBody):
     """One user message; `if_busy` says what to do when the session is running another turn."""
 
-    content: (
-        Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
-        | Annotated[list[ContentPart], Field(min_length=1, max_length=64)]
-    ) = Field(description="The message's text, or its parts: text and images.")
+    content: Annotated[TurnContent, WrapValidator(_one_content_error)] = Field(
+        description="The message's text, or its parts: text and images."
+    )
     if_busy: IfBusy = "enqueue"
     user: str | None = Field(
         default=None,
@@ -239,15 +275,6 @@ class TurnCreate(StorableBody):
         if self.route is not None:
             return self.route.model_dump(mode="json")
         return RouteSpec().model_dump(mode="json") if self.model == "auto" else None
-
-    @model_validator(mode="after")
-    def _some_content(self) -> TurnCreate:
-        if not isinstance(self.content, str):
-            if not self.text and not self.image_urls:
-                raise ValueError("content has no text and no image")
-            if len(self.text) > MAX_TEXT:
-                raise ValueError(f"content's text is longer than {MAX_TEXT} characters")
-        return self
 
     @property
     def text(self) -> str:

@@ -100,6 +100,7 @@ def test_the_view_without_a_claim_reads_the_same(factory: sessionmaker[Db]) -> N
         "tool_call_id": None,
         "name": None,
         "is_error": False,
+        "images": None,
     }
 
 

@@ -165,7 +165,7 @@ def post_turn(
         user=body.user,
         route=body.route_request(),
         known=known,
-        options=TurnOptions(images=images).stored(),
+        options=TurnOptions(images=images).stored() if images else None,
     )
     publish(result.publish)
     turn = result.turn
