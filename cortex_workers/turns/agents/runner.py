@@ -7,16 +7,19 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from ...agents.a2a import RemoteCall, run_remote
 from ...agents.cards import A2aCard, AgentCard, PythonCard
 from ...agents.python import AgentContext, Outcome, run_handler
+from ...errors import TerminalError
 from ...runtime import Runtime, get_runtime
 from ...store import agent_tasks
 from ...store.db import transaction
 from ...store.models import AgentTask
 from ...vocabulary import TaskStatus
+from ..guards import provider_gate
 from ..steps import NextStep
 from .results import announce_task, complete
 
@@ -58,16 +61,23 @@ def _run(rt: Runtime, task: AgentTask, attempt: int, card: AgentCard | None) -> 
             return agent_tasks.renew(db, task.id, attempt, lease_s=rt.settings.lease_s)
 
     if isinstance(card, PythonCard):
+        try:  # the handler receives what a non-local provider would (docs/security.md)
+            gated = provider_gate.guard_handler_input(rt, dict(task.input or {}))
+        except TerminalError as exc:  # redaction failed: the handler does not run
+            return Outcome(TaskStatus.FAILED, error={"code": exc.code, "message": exc.message})
         ctx = AgentContext(str(task.id), str(task.session_id), _reporter(rt, task.id, attempt))
-        return run_handler(
+        outcome = run_handler(
             card.handler,
-            dict(task.input or {}),
+            gated.value,
             ctx,
             timeout_s=left,
             budget_s=card.timeout_s,
             check_every_s=max(0.2, rt.settings.lease_s / 3),
             still_ours=still_ours,
         )
+        if outcome is None or outcome.status != TaskStatus.COMPLETED:
+            return outcome
+        return replace(outcome, result=provider_gate.restored_answer(outcome.result, gated))
     if isinstance(card, A2aCard):
         return run_remote(card, _remote_call(rt, task, attempt, card, left, still_ours))
     message = f"the agent {task.agent!r} does not run on the agents queue"
