@@ -10,10 +10,12 @@ what a model step guarantees (docs/security.md):
 - the budget: the caller's reservation is taken before the call and settled after it;
 - the call's span and metrics (`observe.model_call`).
 
-A `python` agent's handler is a recipient of the same kind: operator code that may send what
-it receives anywhere, outside this gate. `guard_handler_input` gives it what a non-local
-provider would receive (redacted, failing closed) and `restored_answer` puts the values back
-into its answer; it runs on our workers, so mode `local-only` lets it run.
+An agent is a recipient of the same kind: a `python` agent's handler is operator code that
+may send what it receives anywhere, outside this gate, and an `a2a` agent is a service
+elsewhere. `guard_handler_input` gives either what a non-local provider would receive
+(redacted, failing closed) and `restored_answer` puts the values back into its answer. A
+python handler runs on our workers, so mode `local-only` lets it run; an A2A agent runs in
+`local-only` only at a loopback or private address (`check_remote_agent`).
 
 A model step does the same with the same primitives inline (`guards.route`, `guards.budget`,
 `guards.restore`), because it records them in the step's one closing statement; a test
@@ -31,6 +33,7 @@ from ...errors import TerminalError
 from ...messages import Completion, JsonObject, ModelRequest, ToolCall
 from ...privacy import redact_value, restore_text, restore_value
 from ...providers.base import collect
+from ...providers.locality import private_address
 from ...providers.registry import Route
 from ...routing import RouteSpec
 from ...runtime import Runtime
@@ -151,3 +154,14 @@ def guard_handler_input(rt: Runtime, value: JsonObject) -> GatedInput:
 def restored_answer(answer: Any, gated: GatedInput) -> Any:
     """A handler's answer (text or JSON) with the placeholders of its input put back."""
     return restore_value(answer, gated.restore) if gated.restore else answer
+
+
+def check_remote_agent(name: str, url: str, *, mode: LlmMode) -> None:
+    """Mode `local-only`: an A2A agent is called only at a loopback or private address, as a
+    provider is; else `TerminalError` `local_only` (nothing is sent). The address itself is
+    the operator's to know: not in the message."""
+    if mode == LlmMode.LOCAL_ONLY and not private_address(url):
+        raise TerminalError(
+            f"the agent {name!r} is not local and mode local-only is in force",
+            code=LOCAL_ONLY_CODE,
+        )
