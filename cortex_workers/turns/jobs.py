@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session as Db
 from ..errors import RetryableError, TerminalError
 from ..messages import Completion, ErrorDoc, JsonObject, Message, ModelRequest
 from ..providers.anthropic_messages import RESULT_TOOL
+from ..providers.base import ModelPrice
 from ..providers.registry import Route
 from ..runtime import Runtime, get_runtime
 from ..store import jobs as store
@@ -222,6 +223,23 @@ def _judged(call: Call, completion: Completion, schema: JsonObject) -> tuple[Cal
     return judged, (value if problem is None else None)
 
 
+def _store(
+    rt: Runtime, job: Job, run: int, answer: Completion | Call, *, route: Route, price: ModelPrice
+) -> tuple[Call, Any] | None:
+    """Store the run's next call: a provider's error as it is; an answer first with its
+    usage and cost, then its validation's verdict (a run that stops while validating never
+    sends it again). The call and the valid result (or None); None when the run no longer
+    owns the job."""
+    if isinstance(answer, Call):
+        return (answer, None) if _record(rt, job, run, answer, 0.0) else None
+    unchecked = _unchecked(answer, route, len(job.attempts) + 1)
+    cost = price.cost(unchecked.input_tokens, unchecked.output_tokens)
+    if not _record(rt, job, run, unchecked, cost):
+        return None
+    call, result = _judged(unchecked, answer, job.result_schema)
+    return (call, result) if _judge(rt, job, run, call) else None
+
+
 def _unfinished(call: Call) -> Call:
     """An answer an earlier run recorded and did not finish validating (it hung past the
     run's lease, or its worker died): invalid, neither validated again nor sent again."""
@@ -231,7 +249,7 @@ def _unfinished(call: Call) -> Call:
 def _record(rt: Runtime, job: Job, run: int, call: Call, cost: float) -> bool:
     """Store the call with its usage and cost (fenced by the run); False if not owned."""
     with transaction(rt.db) as db:
-        return store.add_call(
+        if not store.add_call(
             db,
             job.id,
             run,
@@ -239,7 +257,10 @@ def _record(rt: Runtime, job: Job, run: int, call: Call, cost: float) -> bool:
             input_tokens=call.input_tokens,
             output_tokens=call.output_tokens,
             cost=cost,
-        )
+        ):
+            return False
+    job.attempts = [*job.attempts, call.doc()]
+    return True
 
 
 def _judge(rt: Runtime, job: Job, run: int, call: Call) -> bool:
@@ -269,9 +290,8 @@ def run_job(job_id: uuid.UUID) -> None:
     call_lease = lease_s + rt.providers.configs[route.provider].timeout_s
     price = rt.providers.price(route.provider, route.model)
     last = Call.of(job.attempts[-1]) if job.attempts else None
-    unfinished = last is not None and not last.checked  # a run stopped while validating it
-    if last is not None and unfinished and not _judge(rt, job, run, _unfinished(last)):
-        return
+    if last is not None and not last.checked and not _judge(rt, job, run, _unfinished(last)):
+        return  # (an earlier run stopped while validating its last answer)
     for n in range(len(job.attempts) + 1, job.max_attempts + 1):
         try:
             gated = _gated(rt, job, route, n, mode)
@@ -285,20 +305,10 @@ def run_job(job_id: uuid.UUID) -> None:
                 error["details"] = exc.details
             _end(rt, job, run, error=error)
             return
-        if isinstance(answer, Call):  # the provider's error: recorded as it is
-            call, result = answer, None
-            if not _record(rt, job, run, call, 0.0):
-                return
-            job.attempts = [*job.attempts, call.doc()]
-        else:  # recorded before it is validated: a run that stops validating never re-sends
-            unchecked = _unchecked(answer, route, n)
-            cost = price.cost(unchecked.input_tokens, unchecked.output_tokens)
-            if not _record(rt, job, run, unchecked, cost):
-                return
-            job.attempts = [*job.attempts, unchecked.doc()]
-            call, result = _judged(unchecked, answer, job.result_schema)
-            if not _judge(rt, job, run, call):
-                return
+        stored = _store(rt, job, run, answer, route=route, price=price)
+        if stored is None:
+            return  # a newer run owns the job
+        call, result = stored
         if call.error is None:
             _end(rt, job, run, result=result)
             return
