@@ -38,3 +38,18 @@ def test_tools_show_rejected_manifests_by_file_name(client: Api) -> None:
     assert r.status_code == 200, r.text
     assert os.environ["CORTEX_PLUGINS_DIR"] not in r.text
     assert all("/" not in x["source"] for x in r.json()["rejected"])
+
+
+def test_a_blocked_a2a_call_names_the_agent_not_its_address(client: Api) -> None:
+    sid = client.scripted_session(
+        {"tool_calls": [{"name": "translator_guarded_agent", "arguments": {"task": "hola"}}]},
+        {"text": "Done."},
+        tools=[],
+        agents=["translator_guarded"],
+    )
+    assert client.wait_turn(client.submit(sid, "translate hola"))["status"] == "done"
+    r = client.http.get(f"/v1/sessions/{sid}/tasks")
+    (task,) = r.json()
+    assert task["status"] == "failed" and task["error"]["code"] == "blocked_address"
+    assert "translator_guarded" in task["error"]["message"]
+    assert f":{A2A_PORT}" not in r.text and "127.0.0.1" not in r.text
