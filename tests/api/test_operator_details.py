@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+import mcp_support
 from agents.cards_dir import A2A_PORT, DIRECTORY
 from support import Api, Fakes
 
@@ -33,11 +34,14 @@ def test_agents_show_no_url_and_rejected_cards_by_file_name(client: Api) -> None
     assert "bad_card.yaml" in {x["source"] for x in body["rejected"]}
 
 
-def test_tools_show_rejected_manifests_by_file_name(client: Api) -> None:
+def test_tools_show_rejected_manifests_by_file_name_and_no_mcp_address(client: Api) -> None:
     r = client.http.get("/v1/tools")
     assert r.status_code == 200, r.text
     assert os.environ["CORTEX_PLUGINS_DIR"] not in r.text
     assert all("/" not in x["source"] for x in r.json()["rejected"])
+    (guarded,) = [x for x in r.json()["rejected"] if x["source"] == "mcp guarded"]
+    assert "allow_private" in guarded["reason"]  # refused by the SSRF guard, and says so
+    assert f":{mcp_support.HTTP_PORT}" not in r.text and "127.0.0.1" not in r.text
 
 
 def test_a_blocked_a2a_call_names_the_agent_not_its_address(client: Api) -> None:
