@@ -131,24 +131,23 @@ def restored(completion: Completion, mapping: dict[str, str]) -> Completion:
 
 @dataclass(frozen=True, slots=True)
 class GatedInput:
-    """What an in-process handler (a `python` agent) receives, and how its answer is
+    """What an agent (a `python` handler, an `a2a` service) receives, and how its answer is
     restored."""
 
     value: JsonObject
     restore: dict[str, str] = field(default_factory=dict, repr=False)
-    redactions: dict[str, int] | None = None
 
 
 def guard_handler_input(rt: Runtime, value: JsonObject) -> GatedInput:
-    """A `python` agent's input, redacted as for a non-local provider whatever the mode (the
-    handler may pass it on: to a provider of its own, a log, a service). Raises
-    `RedactionFailed` (`redaction_failed`): then the handler must not run."""
+    """An agent's input, redacted as for a non-local provider whatever the mode (a handler
+    may pass it on: to a provider of its own, a log, a service). Raises `RedactionFailed`
+    (`redaction_failed`): then the agent must not run."""
     policy = privacy_policy(rt)
     if not policy.active:
         return GatedInput(value)
     redacted = redact_value(value, policy)
     restore = redacted.restore if rt.settings.llm_privacy.restore else {}
-    return GatedInput(dict(redacted.value), restore, redacted.counts or None)
+    return GatedInput(dict(redacted.value), restore)
 
 
 def restored_answer(answer: Any, gated: GatedInput) -> Any:
