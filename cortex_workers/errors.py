@@ -61,9 +61,16 @@ class NotFound(CortexError):
 
 
 class QuotaExceeded(CortexError):
-    """A tenant is at one of its quotas (schedules, webhooks, open streams): answered 429."""
+    """A tenant is at one of its quotas (schedules, webhooks, open streams): answered 429,
+    with `Retry-After` when the quota frees by itself (a stream's slot lapses)."""
 
     code = "quota_exceeded"
+
+    def __init__(
+        self, message: str, *, details: Any = None, retry_after_s: int | None = None
+    ) -> None:
+        super().__init__(message, details=details)
+        self.retry_after_s = retry_after_s
 
 
 class TooLarge(CortexError):

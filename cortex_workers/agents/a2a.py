@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ from ..vocabulary import TaskStatus
 from .a2a_transport import PinnedTransport
 from .cards import A2aCard
 from .python import Outcome
+
+log = logging.getLogger(__name__)
 
 _ENDED = {
     TaskState.TASK_STATE_COMPLETED: TaskStatus.COMPLETED,
@@ -69,14 +72,26 @@ def run_remote(card: A2aCard, call: RemoteCall) -> Outcome | None:
     """Run the call (see the module's doc); None when the task stopped being ours."""
     try:
         return asyncio.run(_run(card, call))
-    except BlockedAddress as exc:
+    except BlockedAddress as exc:  # where it points is the operator's to know: in the log
+        log.warning(
+            "a2a agent %s: %s resolves to %s, not allowed (%s)",
+            card.name,
+            exc.host,
+            exc.address,
+            exc.reason,
+        )
         message = (
-            f"{card.url}: {exc.host} resolves to {exc.address}, which is not allowed "
-            f"({exc.reason}); set allow_private: true in the agent card for a private host"
+            f"the {card.name} agent's host resolves to an address that is not allowed "
+            f"({exc.reason}); the operator may set allow_private: true in its card for a "
+            "private host"
         )
         return Outcome(TaskStatus.FAILED, error={"code": "blocked_address", "message": message})
     except (A2AClientError, httpx.HTTPError, ConnectionError, ValueError, ResponseTooLarge) as exc:
-        message = f"calling the A2A agent at {card.url} failed: {exc}"
+        log.warning("a2a agent %s at %s failed: %s", card.name, card.url, exc)
+        message = (
+            f"calling the {card.name} agent failed ({type(exc).__name__}); "
+            "the operator's logs say why"
+        )
         return Outcome(TaskStatus.FAILED, error={"code": "agent_error", "message": message})
 
 

@@ -131,7 +131,9 @@ async def _validation(request: Request, exc: Exception) -> JSONResponse:
 def install(app: FastAPI) -> None:
     @app.exception_handler(CortexError)
     async def _cortex(_: Request, exc: CortexError) -> JSONResponse:
-        return error_response(_status_of(exc), exc.code, exc.message, exc.details)
+        retry = exc.retry_after_s if isinstance(exc, QuotaExceeded) else None
+        headers = {"Retry-After": str(retry)} if retry is not None else None
+        return error_response(_status_of(exc), exc.code, exc.message, exc.details, headers=headers)
 
     @app.exception_handler(RateLimited)
     async def _rate_limited(_: Request, exc: RateLimited) -> JSONResponse:

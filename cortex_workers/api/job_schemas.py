@@ -81,6 +81,8 @@ class JobAttempt(BaseModel):
     output_tokens: int
     provider: str
     model: str
+    checked: bool = True
+    """False while the answer is recorded (with its usage and cost) but not yet validated."""
 
 
 class JobOut(BaseModel):

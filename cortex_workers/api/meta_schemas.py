@@ -46,7 +46,6 @@ class ProviderOut(BaseModel):
         description="Catalog patterns it serves (`gpt-*`): priced and described, never a "
         "session's model.",
     )
-    base_url: str | None
     free: bool
     default: bool
     fallback: bool = Field(description="In the configured fallback chain.")

@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import anyio
 import redis.asyncio as aioredis
 from fastapi import HTTPException, Request
 from redis.exceptions import RedisError
@@ -28,6 +30,8 @@ log = logging.getLogger(__name__)
 Check = Callable[[], Awaitable[str | None]]
 """Why the stream must end now (None: its credential still holds)."""
 _END = object()
+RELEASE_TIMEOUT_S = 2.0
+"""The longest a closing stream waits to give its slot back (then it lapses by itself)."""
 
 
 def credential_check(rt: Runtime, request: Request) -> Check:
@@ -118,9 +122,10 @@ class StreamSlots:
             pipe.zcard(self.key)
             _, held = await pipe.execute()
         if held >= limit:
-            raise QuotaExceeded(
+            raise QuotaExceeded(  # a slot frees when a stream closes, or lapses (three periods)
                 f"this tenant holds {limit} open event streams, the most it may; close one",
                 details={"quota": "streams", "limit": limit},
+                retry_after_s=max(1, math.ceil(3 * self.every_s)),
             )
         await self.hold()
 
@@ -131,8 +136,11 @@ class StreamSlots:
             await pipe.execute()
 
     async def release(self) -> None:
-        """Give the slot back; with Redis gone it lapses by itself (three periods)."""
+        """Give the slot back; with Redis gone it lapses by itself (three periods). A stream
+        whose client left ends by cancellation: the release is shielded from it, or every
+        await in it would be cancelled too and the slot held until it lapses."""
         try:
-            await self.client.zrem(self.key, self.id)
+            with anyio.move_on_after(RELEASE_TIMEOUT_S, shield=True):
+                await self.client.zrem(self.key, self.id)
         except (RedisError, OSError):
             log.warning("stream slot not released (Redis unreachable); it lapses by itself")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import PurePath
 
 from sqlalchemy.orm import Session as Db
 
@@ -214,3 +215,19 @@ def proposal_out(p: Proposal) -> ProposalOut:
         executed_at=p.executed_at,
         outcome=p.outcome,
     )
+
+
+def shown_source(source: str) -> str:
+    """A rejected source (plugin manifest, agent card) as tenants see it: its file name,
+    never the operator's directory layout."""
+    kind, _, path = source.rpartition(" ")
+    if "/" not in path and "\\" not in path:
+        return source
+    return f"{kind} {PurePath(path).name}".strip()
+
+
+def for_tenants(text: str | None, base_url: str | None) -> str | None:
+    """A provider's reason (unavailable, cooling down) without its address."""
+    if text is None or not base_url:
+        return text
+    return text.replace(base_url, "its base_url")

@@ -182,6 +182,8 @@ class JobAttempt(_Model):
     output_tokens: int = 0
     provider: str | None = None
     model: str | None = None
+    checked: bool = True
+    """False while the answer is recorded but not yet validated."""
 
 
 class Job(_Model):

@@ -107,10 +107,11 @@ class McpServer:
             await asyncio.to_thread(
                 resolve_checked, host, port, allow_private=self.config.allow_private
             )
-        except BlockedAddress as exc:
+        except BlockedAddress as exc:  # where it points is the operator's to know: not named
             hint = f"set allow_private = true in [mcp.servers.{self.name}] to permit it"
             raise ConnectionError(
-                f"refusing to connect to {host} ({exc.address}): {exc.reason}; {hint}"
+                f"refusing to connect: its host resolves to an address that is not allowed "
+                f"({exc.reason}); {hint}"
             ) from None
         headers = {k: v.get_secret_value() for k, v in self.config.headers.items()}
         async with create_mcp_http_client(headers=headers) as http:

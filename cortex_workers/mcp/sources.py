@@ -79,11 +79,14 @@ class McpSources:
         )
 
     def rejected(self) -> list[Rejected]:
-        """The unavailable servers, for GET /v1/tools."""
-        return [
-            Rejected(f"mcp {name}", None, f"MCP server unavailable: {reason}")
-            for name, reason in sorted(self.unavailable.items())
-        ]
+        """The unavailable servers, for GET /v1/tools (a reason that quotes a server's URL
+        says "its url": where it is is the operator's to know)."""
+        out = []
+        for name, reason in sorted(self.unavailable.items()):
+            url = self.settings.servers[name].url if name in self.settings.servers else None
+            shown = reason.replace(url, "its url") if url else reason
+            out.append(Rejected(f"mcp {name}", None, f"MCP server unavailable: {shown}"))
+        return out
 
     def execute(self, action: str, arguments: JsonObject, *, key: str) -> Any:
         """Run a confirmed proposal's MCP call (`action` is `mcp:<server>:<tool>`)."""

@@ -14,7 +14,7 @@ import regex
 from ..messages import Message, ToolCall
 from .pii import pii_findings
 from .secrets import secret_findings
-from .values import Deadline, Finding, PrivacyPolicy, Redacted, RedactionFailed
+from .values import Deadline, Finding, PrivacyPolicy, Redacted, RedactedValue, RedactionFailed
 
 
 @dataclass
@@ -145,6 +145,20 @@ def redact_messages(messages: Sequence[Message], policy: PrivacyPolicy) -> Redac
     except Exception as exc:  # fail closed; the exception text may quote the value
         raise RedactionFailed(f"the redactor raised {type(exc).__name__}") from None
     return Redacted(out, dict(names.counts), names.restore_map())
+
+
+def redact_value(value: Any, policy: PrivacyPolicy) -> RedactedValue:
+    """The strings inside a JSON-like value (an agent's input) with every finding replaced.
+    Raises `RedactionFailed` (and only that), as `redact_messages` does."""
+    try:
+        run = _start(policy)
+        names = Placeholders()
+        out = _redact_value(run, value, names)
+    except RedactionFailed:
+        raise
+    except Exception as exc:  # fail closed; the exception text may quote the value
+        raise RedactionFailed(f"the redactor raised {type(exc).__name__}") from None
+    return RedactedValue(out, dict(names.counts), names.restore_map())
 
 
 def redact_text(text: str, policy: PrivacyPolicy) -> Redacted:

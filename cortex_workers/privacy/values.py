@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import regex
 
@@ -84,6 +85,15 @@ class Redacted:
     def text(self) -> str:
         """The redacted text, when a single text was redacted."""
         return self.messages[0].content if self.messages else ""
+
+
+@dataclass(frozen=True, slots=True)
+class RedactedValue:
+    """A redacted JSON-like value, its counts per kind and its restoring mapping."""
+
+    value: Any
+    counts: dict[str, int]
+    restore: dict[str, str] = field(repr=False)
 
 
 class RedactionFailed(TerminalError):

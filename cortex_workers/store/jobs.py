@@ -8,11 +8,11 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from pydantic import JsonValue
-from sqlalchemy import and_, func, insert, literal, or_, select, update
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy import Text, and_, func, insert, literal, or_, select, update
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.sql import cast
 
 from ..messages import ErrorDoc, JsonObject
@@ -32,6 +32,8 @@ class JobCallDoc(TypedDict):
     output_tokens: int
     provider: str
     model: str
+    checked: NotRequired[bool]
+    """False while the answer is stored but not yet validated (absent: validated)."""
 
 
 _j, _b = jobs_table.c, batches_table.c
@@ -171,6 +173,22 @@ def add_call(
             input_tokens=_j.input_tokens + input_tokens,
             output_tokens=_j.output_tokens + output_tokens,
             cost_usd=_j.cost_usd + cost,
+            updated_at=func.now(),
+        )
+        .returning(_j.id)
+    )
+    return done.first() is not None
+
+
+def judge_call(db: Executor, job_id: uuid.UUID, run: int, *, call: JobCallDoc) -> bool:
+    """Replace the stored call `call["n"]` (its answer, validated now), fenced by the run;
+    False if not owned."""
+    at = literal([str(call["n"] - 1)], ARRAY(Text))
+    done = db.execute(
+        update(jobs_table)
+        .where(_j.id == job_id, _j.attempt == run, _j.status == JobStatus.RUNNING.value)
+        .values(
+            attempts=func.jsonb_set(_j.attempts, at, cast(literal(call, JSONB), JSONB)),
             updated_at=func.now(),
         )
         .returning(_j.id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import (
     CheckConstraint,
@@ -28,10 +28,20 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .db import Executor
 from .models import Base
+
+
+class RefusalDoc(TypedDict):
+    """Why a firing stored no turn (`schedules.last_error`, migration 0020)."""
+
+    code: str
+    message: str
+    at: str
+    """When it was refused (ISO 8601)."""
 
 
 class Schedule(Base):
@@ -53,6 +63,8 @@ class Schedule(Base):
     last_run_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_turn_id: Mapped[uuid.UUID | None]
     fired: Mapped[int] = mapped_column(Integer, server_default="0")
+    last_error: Mapped[RefusalDoc | None] = mapped_column(JSONB)
+    """The last firing's refusal; cleared by the next firing that stores its turn."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
@@ -142,7 +154,19 @@ def mark_fired(
             last_turn_id=turn_id,
             next_run_at=next_run_at,
             fired=_s.fired + 1,
+            last_error=None,
         )
+    )
+
+
+def refuse(
+    db: Executor, schedule_id: uuid.UUID, *, error: RefusalDoc, next_run_at: datetime
+) -> None:
+    """A firing refused before its turn was stored: why, and when it fires next."""
+    db.execute(
+        update(Schedule)
+        .where(_s.id == schedule_id)
+        .values(last_error=error, next_run_at=next_run_at)
     )
 
 

@@ -1,13 +1,14 @@
 """Validating a job's answer (model output) against its `result_schema` (the tenant's): both
-are untrusted, so every regular expression of the schema (`pattern`, `patternProperties`, and
-`additionalProperties` beside them) runs on the `regex` module within one time budget for the
-whole validation. Past it the answer is invalid with a clear error; no worker hangs on a
-pattern such as `^(a+)+$`."""
+are untrusted, so the whole validation runs within one time budget. Every regular expression
+of the schema (`pattern`, `patternProperties`, and `additionalProperties` beside them) runs on
+the `regex` module with what is left of it, and every keyword checks it before it applies, so
+neither a pattern such as `^(a+)+$` nor a schema whose `anyOf`s branch exponentially holds a
+worker. Past it the answer is invalid with a clear error."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import regex
@@ -16,12 +17,23 @@ from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
 VALIDATION_BUDGET_S = 2.0
-"""The time all of one answer's pattern matching may take."""
+"""The time one answer's whole validation may take (its pattern matching included)."""
+
+
+Keyword = Callable[[Validator, Any, Any, dict[str, Any]], Iterator[ValidationError] | None]
+"""How jsonschema applies one keyword: its errors, if any."""
 
 
 class _Budget:
     def __init__(self, seconds: float) -> None:
         self.ends = time.monotonic() + seconds
+
+    def check(self) -> None:
+        """`ValidationError` once the budget is spent."""
+        if time.monotonic() >= self.ends:
+            raise ValidationError(
+                "the result_schema took too long to apply to this answer; use a simpler schema"
+            )
 
     def search(self, pattern: str, text: str) -> bool:
         """`regex.search`, within what is left; `ValidationError` when it runs out."""
@@ -78,12 +90,23 @@ def bounded_validator(
                 f"Additional properties are not allowed ({listed} {verb} unexpected)"
             )
 
-    cls = validators.extend(
-        Draft202012Validator,
-        {
-            "pattern": pattern,
-            "patternProperties": pattern_properties,
-            "additionalProperties": additional_properties,
-        },
-    )
-    return cls(schema)
+    keywords: dict[str, Keyword] = {
+        **Draft202012Validator.VALIDATORS,
+        "pattern": pattern,
+        "patternProperties": pattern_properties,
+        "additionalProperties": additional_properties,
+    }
+    timed = {name: _timed(budget, apply) for name, apply in keywords.items()}
+    return validators.extend(Draft202012Validator, timed)(schema)
+
+
+def _timed(budget: _Budget, apply: Keyword) -> Keyword:
+    """`apply`, once the budget is checked (every keyword, at every depth, checks it)."""
+
+    def timed(
+        v: Validator, value: Any, instance: Any, schema: dict[str, Any]
+    ) -> Iterator[ValidationError]:
+        budget.check()
+        yield from apply(v, value, instance, schema) or ()
+
+    return timed

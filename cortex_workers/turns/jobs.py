@@ -16,7 +16,7 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session as Db
 from ..errors import RetryableError, TerminalError
 from ..messages import Completion, ErrorDoc, JsonObject, Message, ModelRequest
 from ..providers.anthropic_messages import RESULT_TOOL
+from ..providers.base import ModelPrice
 from ..providers.registry import Route
 from ..runtime import Runtime, get_runtime
 from ..store import jobs as store
@@ -57,24 +58,32 @@ def schema_problem(schema: JsonObject) -> str | None:
 
 
 def check_answer(completion: Completion, schema: JsonObject) -> tuple[Any, str | None]:
-    """The answer as JSON, and why it is not valid against `schema` (None when it is)."""
-    forced = [c for c in completion.tool_calls if c.name == RESULT_TOOL]
-    if forced:
-        value: Any = forced[0].arguments
-    else:
-        text = _unfenced(completion.text)
-        try:
-            value = json.loads(text)
-        except ValueError as exc:
-            return None, f"the answer is not JSON: {exc}"
+    """The answer as JSON, and why it is not valid against `schema` (None when it is). A
+    validator that raises makes the answer invalid with what it raised, never the run fail."""
+    value, problem = parse_answer(completion)
+    if problem is not None:
+        return None, problem
     try:
         error = best_match(bounded_validator(schema).iter_errors(value))
     except ValidationError as exc:  # a pattern past the validation's time budget
         error = exc
+    except Exception as exc:  # e.g. a `$ref` that cannot be resolved, or nested too deep
+        return value, f"the result_schema could not be applied: {type(exc).__name__}: {exc}"[:500]
     if error is None:
         return value, None
     where = "/".join(str(p) for p in error.absolute_path) or "(root)"
     return value, f"at {where}: {error.message}"
+
+
+def parse_answer(completion: Completion) -> tuple[Any, str | None]:
+    """The answer as JSON (the forced tool's arguments, or the text), or why it is not JSON."""
+    forced = [c for c in completion.tool_calls if c.name == RESULT_TOOL]
+    if forced:
+        return forced[0].arguments, None
+    try:
+        return json.loads(_unfenced(completion.text)), None
+    except ValueError as exc:
+        return None, f"the answer is not JSON: {exc}"
 
 
 def _unfenced(text: str) -> str:
@@ -84,6 +93,13 @@ def _unfenced(text: str) -> str:
         stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
         stripped = stripped.rsplit("```", 1)[0]
     return stripped.strip()
+
+
+UNCHECKED = (
+    "the answer's validation did not finish (its run stopped); it is not validated again, "
+    "nor sent again"
+)
+"""The error of an answer a later run finds stored but not validated."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +113,8 @@ class Call:
     output_tokens: int
     provider: str
     model: str
+    checked: bool = True
+    """False while the answer is stored but not yet validated."""
 
     def doc(self) -> JobCallDoc:
         return {
@@ -107,7 +125,21 @@ class Call:
             "output_tokens": self.output_tokens,
             "provider": self.provider,
             "model": self.model,
+            "checked": self.checked,
         }
+
+    @classmethod
+    def of(cls, doc: JobCallDoc) -> Call:
+        return cls(
+            doc["n"],
+            doc["output"],
+            doc["error"],
+            doc["input_tokens"],
+            doc["output_tokens"],
+            doc["provider"],
+            doc["model"],
+            doc.get("checked", True),
+        )
 
 
 def _route(rt: Runtime, job: Job) -> Route:
@@ -154,10 +186,12 @@ def _gated(rt: Runtime, job: Job, route: Route, n: int, mode: LlmMode) -> provid
     return gated
 
 
-def _call(rt: Runtime, job: Job, run: int, n: int, gated: provider_gate.Gated) -> tuple[Call, Any]:
+def _answer(
+    rt: Runtime, job: Job, run: int, n: int, gated: provider_gate.Gated
+) -> Completion | Call:
     """Make call `n` of run `run` through the gate, holding its maximum cost in the daily
     budgets while it runs (a `TerminalError` `budget_exhausted` when they cannot take it);
-    returns its record and the valid result (None when invalid)."""
+    the answer, or the record of a call that failed and counts as an attempt."""
     route = gated.route
 
     def reserve(route: Route, request: ModelRequest) -> Admitted:
@@ -166,16 +200,76 @@ def _call(rt: Runtime, job: Job, run: int, n: int, gated: provider_gate.Gated) -
         )
 
     try:
-        completion = provider_gate.send(rt, gated, reserve)
+        return provider_gate.send(rt, gated, reserve)
     except RetryableError as exc:  # counts as an attempt; the next one waits a little
         wait = exc.retry_after or rt.settings.retry_base_s * 2 ** (n - 1)
         time.sleep(min(wait, rt.settings.retry_max_s))
-        return Call(n, None, f"{exc.code}: {exc.message}", 0, 0, route.provider, route.model), None
-    value, problem = check_answer(completion, job.result_schema)
+        return Call(n, None, f"{exc.code}: {exc.message}", 0, 0, route.provider, route.model)
+
+
+def _unchecked(completion: Completion, route: Route, n: int) -> Call:
+    """The answer as it is recorded before it is validated."""
+    value, _ = parse_answer(completion)
     output = value if value is not None else completion.text
     tokens = (completion.input_tokens, completion.output_tokens)
-    call = Call(n, output, problem, *tokens, route.provider, route.model)
-    return call, (value if problem is None else None)
+    return Call(n, output, None, *tokens, route.provider, route.model, checked=False)
+
+
+def _judged(call: Call, completion: Completion, schema: JsonObject) -> tuple[Call, Any]:
+    """The recorded call with its validation's verdict, and the valid result (or None)."""
+    value, problem = check_answer(completion, schema)
+    output = value if value is not None else completion.text
+    judged = replace(call, output=output, error=problem, checked=True)
+    return judged, (value if problem is None else None)
+
+
+def _store(
+    rt: Runtime, job: Job, run: int, answer: Completion | Call, *, route: Route, price: ModelPrice
+) -> tuple[Call, Any] | None:
+    """Store the run's next call: a provider's error as it is; an answer first with its
+    usage and cost, then its validation's verdict (a run that stops while validating never
+    sends it again). The call and the valid result (or None); None when the run no longer
+    owns the job."""
+    if isinstance(answer, Call):
+        return (answer, None) if _record(rt, job, run, answer, 0.0) else None
+    unchecked = _unchecked(answer, route, len(job.attempts) + 1)
+    cost = price.cost(unchecked.input_tokens, unchecked.output_tokens)
+    if not _record(rt, job, run, unchecked, cost):
+        return None
+    call, result = _judged(unchecked, answer, job.result_schema)
+    return (call, result) if _judge(rt, job, run, call) else None
+
+
+def _unfinished(call: Call) -> Call:
+    """An answer an earlier run recorded and did not finish validating (it hung past the
+    run's lease, or its worker died): invalid, neither validated again nor sent again."""
+    return replace(call, error=UNCHECKED, checked=True)
+
+
+def _record(rt: Runtime, job: Job, run: int, call: Call, cost: float) -> bool:
+    """Store the call with its usage and cost (fenced by the run); False if not owned."""
+    with transaction(rt.db) as db:
+        if not store.add_call(
+            db,
+            job.id,
+            run,
+            call=call.doc(),
+            input_tokens=call.input_tokens,
+            output_tokens=call.output_tokens,
+            cost=cost,
+        ):
+            return False
+    job.attempts = [*job.attempts, call.doc()]
+    return True
+
+
+def _judge(rt: Runtime, job: Job, run: int, call: Call) -> bool:
+    """Store the verdict of a recorded call (fenced by the run); False if not owned."""
+    with transaction(rt.db) as db:
+        if not store.judge_call(db, job.id, run, call=call.doc()):
+            return False
+    job.attempts = [*job.attempts[: call.n - 1], call.doc()]
+    return True
 
 
 def _mode(rt: Runtime, db: Db, job: Job) -> LlmMode:
@@ -195,32 +289,26 @@ def run_job(job_id: uuid.UUID) -> None:
     run, route = job.attempt, _route(rt, job)
     call_lease = lease_s + rt.providers.configs[route.provider].timeout_s
     price = rt.providers.price(route.provider, route.model)
+    last = Call.of(job.attempts[-1]) if job.attempts else None
+    if last is not None and not last.checked and not _judge(rt, job, run, _unfinished(last)):
+        return  # (an earlier run stopped while validating its last answer)
     for n in range(len(job.attempts) + 1, job.max_attempts + 1):
         try:
             gated = _gated(rt, job, route, n, mode)
             with transaction(rt.db) as db:  # the lease covers the call and its reservation
                 if not store.renew(db, job_id, run, lease_s=call_lease):
                     return  # a newer run owns the job
-            call, result = _call(rt, job, run, n, gated)
+            answer = _answer(rt, job, run, n, gated)
         except TerminalError as exc:
             error: ErrorDoc = {"code": exc.code, "message": exc.message}
             if exc.details:
                 error["details"] = exc.details
             _end(rt, job, run, error=error)
             return
-        cost = price.cost(call.input_tokens, call.output_tokens)
-        with transaction(rt.db) as db:
-            if not store.add_call(
-                db,
-                job_id,
-                run,
-                call=call.doc(),
-                input_tokens=call.input_tokens,
-                output_tokens=call.output_tokens,
-                cost=cost,
-            ):
-                return
-        job.attempts = [*job.attempts, call.doc()]
+        stored = _store(rt, job, run, answer, route=route, price=price)
+        if stored is None:
+            return  # a newer run owns the job
+        call, result = stored
         if call.error is None:
             _end(rt, job, run, result=result)
             return

@@ -6,6 +6,11 @@ schedule at a time with `FOR UPDATE SKIP LOCKED`, stores its turn (started when 
 idle, queued behind the active turn otherwise) and moves `next_run_at` past now, in one
 transaction: two sweeps never fire the same time twice, and times missed while nothing ran
 collapse into one firing. The turn's Idempotency-Key is `schedule:<id>:<fire time>`.
+
+A fired turn passes the admission of a posted one before it is stored (the tenant's turns
+per minute, the budgets, the session's token cap, the end user's hourly limit). A refused
+firing stores nothing but its reason (`last_error`, shown by the schedule API) and the
+schedule goes on.
 """
 
 from __future__ import annotations
@@ -22,13 +27,15 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session as Db
 
-from ..errors import CortexError, InvalidRequest, NotFound, QuotaExceeded
+from ..budget import BudgetExhausted, UserRateLimited
+from ..errors import ConflictError, CortexError, InvalidRequest, NotFound, QuotaExceeded
 from ..providers.limits import Limit, RateLimiter
 from ..runtime import Runtime
 from ..store import new_turns, repo
 from ..store import schedules as store
 from ..store.db import transaction
 from ..vocabulary import RateLimitKind, StepKind, TurnStatus
+from .guards.admission import admit_turn
 from .lifecycle import promote_next
 from .steps import NextStep, step_ref
 from .submit import request_hash
@@ -36,6 +43,8 @@ from .submit import request_hash
 MAX_FIRINGS_PER_SWEEP = 200
 MAX_EVERY_S = 366 * 86400
 """The longest period: a year (a rarer turn is a cron schedule)."""
+RATE_LIMITED = "rate_limited"
+"""The code of a firing refused for the tenant's turns per minute (the API's 429 code)."""
 RETRY_FAILED_FIRING_S = 30.0
 """A firing that failed (not for want of the database) is tried again this much later."""
 log = logging.getLogger(__name__)
@@ -189,20 +198,51 @@ def _fire(rt: Runtime, db: Db, schedule: store.Schedule) -> list[NextStep]:
         turn_id = existing.id
     elif not new_turns.lock_session(db, schedule.session_id, schedule.tenant_id):
         raise NotFound(f"session {schedule.session_id} not found")  # the row cascades away
-    elif (wait := _turn_limit_wait(rt, schedule.tenant_id)) is not None:
-        store.defer(db, schedule.id, until=now + timedelta(seconds=wait))
-        return []  # over the tenant's turns per minute: fires when the window allows
+    elif (refused := _refusal(rt, schedule, now=now)) is not None:
+        error, until = refused
+        store.refuse(db, schedule.id, error=error, next_run_at=until)
+        return []
     else:
         turn_id, publish = _store_turn(rt, db, schedule, key)
-    rule = Rule(cron=schedule.cron, timezone=schedule.timezone, every_s=schedule.every_s)
     store.mark_fired(
-        db,
-        schedule.id,
-        fired_at=now,
-        turn_id=turn_id,
-        next_run_at=next_run(rule, now=now, previous=fire_time),
+        db, schedule.id, fired_at=now, turn_id=turn_id, next_run_at=_next(schedule, now=now)
     )
     return publish
+
+
+def _next(schedule: store.Schedule, *, now: datetime) -> datetime:
+    """The fire time after the one now firing (or refused)."""
+    rule = Rule(cron=schedule.cron, timezone=schedule.timezone, every_s=schedule.every_s)
+    return next_run(rule, now=now, previous=schedule.next_run_at)
+
+
+def _refusal(
+    rt: Runtime, schedule: store.Schedule, *, now: datetime
+) -> tuple[store.RefusalDoc, datetime] | None:
+    """The admission of `POST /v1/sessions/{id}/turns`, in the same order, before the turn
+    is stored: the tenant's turns per minute (a full window: the firing waits for it), then
+    the daily budgets, the session's token cap and the end user's hourly limit (refused: the
+    schedule goes on at its next fire time). None when the turn may be stored."""
+    at = now.astimezone(UTC).isoformat()
+    if (wait := _turn_limit_wait(rt, schedule.tenant_id)) is not None:
+        message = (
+            f"the tenant's {rt.settings.tenant_turns_per_minute} turns per minute are taken; "
+            f"this firing waits {wait:.0f} s"
+        )
+        error: store.RefusalDoc = {"code": RATE_LIMITED, "message": message, "at": at}
+        return error, now + timedelta(seconds=wait)
+    try:
+        admit_turn(
+            rt,
+            tenant_id=schedule.tenant_id,
+            session_id=schedule.session_id,
+            content=schedule.content,
+            user=None,
+        )
+    except (BudgetExhausted, ConflictError, UserRateLimited) as refused:
+        error = {"code": refused.code, "message": refused.message, "at": at}
+        return error, _next(schedule, now=now)
+    return None
 
 
 def _turn_limit_wait(rt: Runtime, tenant_id: uuid.UUID) -> float | None:

@@ -34,4 +34,9 @@ for name, mode, private in (
         f"kind: a2a\nurl: http://127.0.0.1:{A2A_PORT}\nallow_private: {str(private).lower()}\n"
         "poll_s: 0.3\n"
     )
+# a remote agent at a public address (never reached: mode local-only refuses it first)
+(DIRECTORY / "translator_public.yaml").write_text(
+    "name: translator_public\ndescription: A remote translator elsewhere.\nmode: foreground\n"
+    "timeout_s: 30\nkind: a2a\nurl: https://translator.example.com\npoll_s: 0.3\n"
+)
 os.environ["CORTEX_AGENTS_DIR"] = str(DIRECTORY)

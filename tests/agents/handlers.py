@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 
@@ -26,3 +29,14 @@ async def async_lookup(input: dict[str, Any], ctx: Any) -> dict[str, Any]:
     await asyncio.sleep(0.05)
     ctx.progress(0.5, "half way")
     return {"answer": f"async lookup of {input['task']}"}
+
+
+WITNESS_DIR = Path(tempfile.gettempdir()) / "cortex-agent-witness"
+
+
+def witness(input: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """Writes down the input it received (tests/agents/test_agent_privacy.py reads it), and
+    answers with its text."""
+    WITNESS_DIR.mkdir(exist_ok=True)
+    (WITNESS_DIR / f"{ctx.task_id}.json").write_text(json.dumps(input))
+    return {"seen": input["task"]}

@@ -1,6 +1,7 @@
-"""A job cannot capture a worker: a catastrophic `pattern` in the tenant's schema is matched
-within a time budget (the answer is invalid, the job ends), and the free scripted model's
-delays are capped (real API, real workers)."""
+"""A job cannot capture a worker: its answer's validation against the tenant's schema runs
+within a time budget (a catastrophic `pattern`, a schema whose `anyOf`s branch exponentially:
+the answer is invalid, the job ends), and the free scripted model's delays are capped (real
+API, real workers)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,32 @@ def test_a_catastrophic_result_pattern_ends_the_job_instead_of_pinning_a_worker(
     assert job["status"] == "failed" and job["error"]["code"] == "invalid_result"
     (attempt,) = job["attempts"]
     assert "pattern" in attempt["error"] or "does not match" in attempt["error"]
+
+
+def test_a_schema_that_branches_exponentially_ends_the_job_instead_of_pinning_a_worker(
+    client: Api,
+) -> None:
+    depth = 40  # each level's anyOf tries both branches: 2**40 checks without a time budget
+    defs: dict[str, Any] = {
+        f"d{k}": {"anyOf": [{"$ref": f"#/$defs/d{k + 1}"}, {"$ref": f"#/$defs/d{k + 1}"}]}
+        for k in range(depth)
+    }
+    defs[f"d{depth}"] = {"type": "string"}
+    posted = client.http.post(
+        "/v1/jobs",
+        json={
+            "instructions": "Answer.",
+            "input": uuid.uuid4().hex,
+            "result_schema": {"$ref": "#/$defs/d0", "$defs": defs},
+            "max_attempts": 1,
+            "metadata": {"script": [{"text": "1"}]},
+        },
+    )
+    assert posted.status_code == 202, posted.text
+    job = _ended(client, posted.json()["id"])
+    assert job["status"] == "failed" and job["error"]["code"] == "invalid_result"
+    (attempt,) = job["attempts"]
+    assert "took too long" in attempt["error"]
 
 
 def test_a_scripted_delay_past_the_cap_is_refused(client: Api) -> None:

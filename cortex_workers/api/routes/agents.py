@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel
 
-from ...agents.cards import A2aCard, AgentCard, LlmCard, Skill
+from ...agents.cards import AgentCard, LlmCard, Skill
 from ...dispatch import publish
 from ...messages import ErrorDoc, JsonObject, TaskProgress
 from ...store import agent_tasks
@@ -18,7 +18,7 @@ from ...store.models import AgentTask
 from ...turns.agents.cancel import cancel_task
 from ...vocabulary import AgentKind, AgentMode, TaskStatus
 from ..deps import RuntimeDep, TenantDep
-from ..views import require_session
+from ..views import require_session, shown_source
 
 router = APIRouter(tags=["agents"])
 
@@ -44,9 +44,8 @@ class AgentOut(BaseModel):
     mode: AgentMode
     timeout_s: float
     tool: str
-    """The tool a session's model calls."""
-    url: str | None = None
-    """A remote (a2a) agent's endpoint."""
+    """The tool a session's model calls. (A remote agent's endpoint is the operator's to know:
+    never shown.)"""
 
 
 class RejectedAgentOut(BaseModel):
@@ -91,7 +90,6 @@ def agent_out(card: AgentCard) -> AgentOut:
         mode=card.mode,
         timeout_s=card.timeout_s,
         tool=f"{card.name}_agent",
-        url=card.url if isinstance(card, A2aCard) else None,
     )
 
 
@@ -120,7 +118,7 @@ def list_agents(rt: RuntimeDep, tenant_id: TenantDep) -> AgentsOut:
     return AgentsOut(
         agents=[agent_out(registry.cards[n]) for n in registry.names()],
         rejected=[
-            RejectedAgentOut(source=r.source, name=r.name, reason=r.reason)
+            RejectedAgentOut(source=shown_source(r.source), name=r.name, reason=r.reason)
             for r in registry.rejected
         ],
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from pathlib import PurePath
 
 import redis
 from fastapi import APIRouter
@@ -30,6 +29,7 @@ from ..meta_schemas import (
     ToolsOut,
 )
 from ..readiness import is_ready, readiness
+from ..views import for_tenants, shown_source
 
 router = APIRouter(tags=["meta"])
 
@@ -37,7 +37,8 @@ router = APIRouter(tags=["meta"])
 @router.get("/v1/providers", response_model=list[ProviderOut])
 def providers(rt: RuntimeDep, _: TenantDep) -> list[ProviderOut]:
     """Configured providers, their models, whether they can be used (and if not, why), and
-    whether they are cooling down after repeated failures."""
+    whether they are cooling down after repeated failures. Where a provider is (its
+    `base_url`) is the operator's to know: never shown, not even inside a reason."""
     registry = rt.providers
     infos = registry.describe()
     cooling = rt.health.cooling([p.name for p in infos])
@@ -54,16 +55,16 @@ def providers(rt: RuntimeDep, _: TenantDep) -> list[ProviderOut]:
                 name=p.name,
                 kind=p.kind,
                 available=p.available,
-                reason=p.reason,
+                reason=for_tenants(p.reason, p.base_url),
                 default_model=p.default_model,
                 models=list(p.models),
                 model_patterns=list(p.model_patterns),
-                base_url=p.base_url,
                 free=p.free,
                 default=p.name == registry.default_provider(),
                 fallback=p.name in rt.settings.llm_fallback_providers,
                 cooldown=CooldownOut(
-                    seconds_left=round(cooldown.seconds_left, 1), reason=cooldown.reason
+                    seconds_left=round(cooldown.seconds_left, 1),
+                    reason=for_tenants(cooldown.reason, p.base_url) or "",
                 )
                 if cooldown
                 else None,
@@ -135,15 +136,6 @@ def _tenant_name(rt: Runtime, tenant_id: uuid.UUID) -> str | None:
     with transaction(rt.db) as db:
         tenant = db.get(Tenant, tenant_id)
         return tenant.name if tenant is not None else None
-
-
-def shown_source(source: str) -> str:
-    """A rejected source as tenants see it: a manifest's file name, never the operator's
-    directory layout."""
-    kind, _, path = source.rpartition(" ")
-    if "/" not in path and "\\" not in path:
-        return source
-    return f"{kind} {PurePath(path).name}".strip()
 
 
 @router.get("/healthz")

@@ -32,6 +32,16 @@ class ScheduleCreate(StorableBody):
     every_s: float | None = Field(default=None, description="A period of at least 1 second")
 
 
+class ScheduleRefusal(BaseModel):
+    """Why the last firing stored no turn."""
+
+    code: str = Field(
+        description="rate_limited, budget_exhausted, session_token_cap or user_rate_limited"
+    )
+    message: str
+    at: datetime
+
+
 class ScheduleOut(BaseModel):
     id: uuid.UUID
     session_id: uuid.UUID
@@ -43,11 +53,24 @@ class ScheduleOut(BaseModel):
     last_run_at: datetime | None
     last_turn_id: uuid.UUID | None
     fired: int = Field(description="How many times it fired (one turn each)")
+    last_error: ScheduleRefusal | None = Field(
+        default=None,
+        description="Why its last firing was refused (no turn stored); cleared by the next "
+        "firing that stores its turn",
+    )
     created_at: datetime
 
 
 class SchedulesOut(BaseModel):
     schedules: list[ScheduleOut]
+
+
+def _refusal(doc: store.RefusalDoc | None) -> ScheduleRefusal | None:
+    if doc is None:
+        return None
+    return ScheduleRefusal(
+        code=doc["code"], message=doc["message"], at=datetime.fromisoformat(doc["at"])
+    )
 
 
 def _out(row: store.Schedule) -> ScheduleOut:
@@ -62,6 +85,7 @@ def _out(row: store.Schedule) -> ScheduleOut:
         last_run_at=row.last_run_at,
         last_turn_id=row.last_turn_id,
         fired=row.fired,
+        last_error=_refusal(row.last_error),
         created_at=row.created_at,
     )
 

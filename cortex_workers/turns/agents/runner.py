@@ -7,16 +7,21 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from ...agents.a2a import RemoteCall, run_remote
 from ...agents.cards import A2aCard, AgentCard, PythonCard
 from ...agents.python import AgentContext, Outcome, run_handler
+from ...errors import TerminalError
+from ...messages import JsonObject
 from ...runtime import Runtime, get_runtime
-from ...store import agent_tasks
+from ...store import agent_tasks, repo
 from ...store.db import transaction
-from ...store.models import AgentTask
-from ...vocabulary import TaskStatus
+from ...store.models import AgentTask, Tenant
+from ...vocabulary import LlmMode, TaskStatus
+from ..guards import provider_gate
+from ..guards.modes import mode_in_force
 from ..steps import NextStep
 from .results import announce_task, complete
 
@@ -57,21 +62,44 @@ def _run(rt: Runtime, task: AgentTask, attempt: int, card: AgentCard | None) -> 
         with transaction(rt.db) as db:
             return agent_tasks.renew(db, task.id, attempt, lease_s=rt.settings.lease_s)
 
+    if not isinstance(card, PythonCard | A2aCard):
+        message = f"the agent {task.agent!r} does not run on the agents queue"
+        return Outcome(TaskStatus.FAILED, error={"code": "agent_error", "message": message})
+    try:  # an agent receives what a non-local provider would (docs/security.md)
+        if isinstance(card, A2aCard):
+            provider_gate.check_remote_agent(card.name, card.url, mode=_mode(rt, task))
+        gated = provider_gate.guard_handler_input(rt, dict(task.input or {}))
+    except TerminalError as exc:  # not local in local-only, or redaction failed: nothing runs
+        return Outcome(TaskStatus.FAILED, error={"code": exc.code, "message": exc.message})
     if isinstance(card, PythonCard):
         ctx = AgentContext(str(task.id), str(task.session_id), _reporter(rt, task.id, attempt))
-        return run_handler(
+        outcome = run_handler(
             card.handler,
-            dict(task.input or {}),
+            gated.value,
             ctx,
             timeout_s=left,
             budget_s=card.timeout_s,
             check_every_s=max(0.2, rt.settings.lease_s / 3),
             still_ours=still_ours,
         )
-    if isinstance(card, A2aCard):
-        return run_remote(card, _remote_call(rt, task, attempt, card, left, still_ours))
-    message = f"the agent {task.agent!r} does not run on the agents queue"
-    return Outcome(TaskStatus.FAILED, error={"code": "agent_error", "message": message})
+    else:
+        call = _remote_call(rt, task, attempt, card, left, still_ours, input_=gated.value)
+        outcome = run_remote(card, call)
+    if outcome is None or outcome.status != TaskStatus.COMPLETED:
+        return outcome
+    return replace(outcome, result=provider_gate.restored_answer(outcome.result, gated))
+
+
+def _mode(rt: Runtime, task: AgentTask) -> LlmMode:
+    """The mode in force for the task's session (the configuration's, tenant's, session's)."""
+    with transaction(rt.db) as db:
+        session = repo.get_session(db, task.session_id)
+        tenant = db.get(Tenant, task.tenant_id)
+    return mode_in_force(
+        rt.settings,
+        tenant=tenant.mode if tenant is not None else None,
+        session=session.mode if session is not None else None,
+    )
 
 
 def _remote_call(
@@ -81,8 +109,9 @@ def _remote_call(
     card: A2aCard,
     left: float,
     still_ours: Callable[[], bool],
+    *,
+    input_: JsonObject,
 ) -> RemoteCall:
-    input_ = dict(task.input or {})
     text = str(input_["task"]) if set(input_) == {"task"} else json.dumps(input_)
 
     def remember(remote_id: str) -> None:

@@ -10,6 +10,13 @@ what a model step guarantees (docs/security.md):
 - the budget: the caller's reservation is taken before the call and settled after it;
 - the call's span and metrics (`observe.model_call`).
 
+An agent is a recipient of the same kind: a `python` agent's handler is operator code that
+may send what it receives anywhere, outside this gate, and an `a2a` agent is a service
+elsewhere. `guard_handler_input` gives either what a non-local provider would receive
+(redacted, failing closed) and `restored_answer` puts the values back into its answer. A
+python handler runs on our workers, so mode `local-only` lets it run; an A2A agent runs in
+`local-only` only at a loopback or private address (`check_remote_agent`).
+
 A model step does the same with the same primitives inline (`guards.route`, `guards.budget`,
 `guards.restore`), because it records them in the step's one closing statement; a test
 (tests/privacy/test_provider_gate_paths.py) fails when any other module calls a provider.
@@ -20,11 +27,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ...errors import TerminalError
-from ...messages import Completion, ModelRequest, ToolCall
-from ...privacy import restore_text, restore_value
+from ...messages import Completion, JsonObject, ModelRequest, ToolCall
+from ...privacy import redact_value, restore_text, restore_value
 from ...providers.base import collect
+from ...providers.locality import private_address
 from ...providers.registry import Route
 from ...routing import RouteSpec
 from ...runtime import Runtime
@@ -33,7 +42,7 @@ from ..observe import model_call
 from ..spend import Admitted, settling
 from .modes import LOCAL_ONLY_CODE, local_providers, provider_is_local
 from .rate_limit import record_output_tokens, take_rate_limit
-from .route import redact_for
+from .route import privacy_policy, redact_for
 from .route_choice import decide_route
 
 Reserve = Callable[[Route, ModelRequest], Admitted]
@@ -118,3 +127,40 @@ def restored(completion: Completion, mapping: dict[str, str]) -> Completion:
         ToolCall(c.id, c.name, restore_value(c.arguments, mapping)) for c in completion.tool_calls
     ]
     return replace(completion, text=restore_text(completion.text, mapping), tool_calls=calls)
+
+
+@dataclass(frozen=True, slots=True)
+class GatedInput:
+    """What an agent (a `python` handler, an `a2a` service) receives, and how its answer is
+    restored."""
+
+    value: JsonObject
+    restore: dict[str, str] = field(default_factory=dict, repr=False)
+
+
+def guard_handler_input(rt: Runtime, value: JsonObject) -> GatedInput:
+    """An agent's input, redacted as for a non-local provider whatever the mode (a handler
+    may pass it on: to a provider of its own, a log, a service). Raises `RedactionFailed`
+    (`redaction_failed`): then the agent must not run."""
+    policy = privacy_policy(rt)
+    if not policy.active:
+        return GatedInput(value)
+    redacted = redact_value(value, policy)
+    restore = redacted.restore if rt.settings.llm_privacy.restore else {}
+    return GatedInput(dict(redacted.value), restore)
+
+
+def restored_answer(answer: Any, gated: GatedInput) -> Any:
+    """A handler's answer (text or JSON) with the placeholders of its input put back."""
+    return restore_value(answer, gated.restore) if gated.restore else answer
+
+
+def check_remote_agent(name: str, url: str, *, mode: LlmMode) -> None:
+    """Mode `local-only`: an A2A agent is called only at a loopback or private address, as a
+    provider is; else `TerminalError` `local_only` (nothing is sent). The address itself is
+    the operator's to know: not in the message."""
+    if mode == LlmMode.LOCAL_ONLY and not private_address(url):
+        raise TerminalError(
+            f"the agent {name!r} is not local and mode local-only is in force",
+            code=LOCAL_ONLY_CODE,
+        )
