@@ -36,7 +36,7 @@ from .models import Base
 
 
 class RefusalDoc(TypedDict):
-    """Why a firing stored no turn (`schedules.last_error`, migration 0020)."""
+    """Why a firing stored no turn (`schedules.last_error`, migration 0021)."""
 
     code: str
     message: str
