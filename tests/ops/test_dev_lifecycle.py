@@ -1,10 +1,12 @@
 """`cortex-workers dev` from start to stop: it refuses a busy port before starting anything,
-says it is ready only once a worker of every queue answers, stops at once when nothing runs,
-and leaves no process behind (its embedded servers included), even when it is SIGKILLed."""
+says it is ready only once a worker of every queue answers, stops at once when nothing runs
+(on SIGTERM, Ctrl-C or a closed terminal's SIGHUP), and leaves no process behind (its embedded
+servers included), even when it is SIGKILLed."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -12,6 +14,7 @@ import sys
 from pathlib import Path
 
 import psutil
+import pytest
 from ops.dev_stack import QUEUE_NODES, start_dev
 from support import api_ready, dev_env, free_port, wait_until
 
@@ -44,7 +47,12 @@ def test_a_busy_port_is_named_before_anything_starts(tmp_path: Path) -> None:
     assert not data_dir.exists()  # no server started, no key made
 
 
-def test_ready_means_every_queue_answers_and_a_stop_leaves_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", ["sigterm", "terminal closed"])
+def test_ready_means_every_queue_answers_and_a_stop_leaves_nothing(
+    tmp_path: Path, stop: str
+) -> None:
+    """Stopped by SIGTERM (a process manager) or by its terminal closing: the terminal's SIGHUP
+    reaches the whole foreground process group, as the shell of a closed terminal sends it."""
     data_dir, log = tmp_path / "data", tmp_path / "dev.log"
     port = free_port()
     proc = start_dev(data_dir, port=port, flower_port=None, log=log, env=dev_env())
@@ -59,7 +67,10 @@ def test_ready_means_every_queue_answers_and_a_stop_leaves_nothing(tmp_path: Pat
         assert len(servers) == 2, servers
         children = psutil.Process(proc.pid).children(recursive=True)
     finally:
-        proc.send_signal(signal.SIGTERM)
+        if stop == "sigterm":
+            proc.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(proc.pid, signal.SIGHUP)
         proc.wait(60)
     assert proc.returncode == 0
     text = log.read_text()
