@@ -220,9 +220,9 @@ Chat page: {base}/ui (paste the API key below)
 Metrics of every process: {base}/metrics
 {flower_line}API key (also in {data_dir / "api-key"}):
   {key}
-Try it:
-  export CW_KEY=$(cat {data_dir / "api-key"})
-  curl -s -X POST {base}/v1/sessions -H "Authorization: Bearer $CW_KEY" \\
+Try it (the variables every page of the docs uses):
+  export CW={base} CW_KEY=$(cat {data_dir / "api-key"})
+  curl -s -X POST $CW/v1/sessions -H "Authorization: Bearer $CW_KEY" \\
        -H 'Content-Type: application/json' -d '{{"name": "hello"}}'
 Ctrl-C stops everything.
 """

@@ -63,6 +63,7 @@ def test_ready_means_every_queue_answers_and_a_stop_leaves_nothing(
         for node in QUEUE_NODES:
             assert f"{node}@" in before_ready and "ready." in before_ready, node
         assert api_ready(f"http://127.0.0.1:{port}")
+        _the_banners_example_runs(text)
         servers = _servers(data_dir)
         assert len(servers) == 2, servers
         children = psutil.Process(proc.pid).children(recursive=True)
@@ -77,6 +78,18 @@ def test_ready_means_every_queue_answers_and_a_stop_leaves_nothing(
     assert text.count("drain: no step running; stopping now") == len(QUEUE_NODES)
     assert "steps still running after" not in text
     wait_until(lambda: not _alive(children + servers), timeout=15, what="every process gone")
+
+
+def _the_banners_example_runs(log: str) -> None:
+    """The banner's "Try it" lines, pasted into a shell, make a session with `CW` / `CW_KEY`."""
+    lines = log[log.index("Try it") :].splitlines()[1:]
+    example = "\n".join(line for line in lines[: lines.index("Ctrl-C stops everything.")])
+    assert "export CW=http://127.0.0.1:" in example and "$CW/v1/sessions" in example
+    run = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", example], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    assert '"id"' in run.stdout, run.stdout
 
 
 def test_a_sigkilled_dev_leaves_no_embedded_server_behind(tmp_path: Path) -> None:
