@@ -52,40 +52,59 @@ def check_block(block: ShellBlock) -> list[str]:
 
 def _check_command(words: list[str], cwd: Path) -> list[str]:
     program, args = words[0], words[1:]
-    # what `mkdir` and the target of `cp` name is made by the command
+    if program == "kubectl":
+        return _check_kubectl(args, cwd)
+    # what `mkdir` makes, and the target of `cp` / `mv`, need not exist
     made = {"mkdir": len(args), "cp": 1, "mv": 1}.get(program, 0)
-    if program == "kubectl":  # KIND/NAME names an object, `-k` and `-f` a path
-        paths = [v for flag, v in zip(args, args[1:], strict=False) if flag in ("-k", "-f")]
-        problems = _missing_paths(paths, cwd) + _kubernetes_objects_exist(args)
-        return (
-            problems
-            + _installed(program)
-            + _inside(args[args.index("--") + 1 :] if "--" in args else [])
-        )
     problems = _missing_paths(args[: len(args) - made], cwd)
     if program == "cortex-workers":
         return problems + _cortex_workers_accepts(args)
     if program in PYTHONS and args[:1] == ["-m"] and len(args) > 1:
-        module = args[1]
-        if (
-            not (ROOT / module.replace(".", "/")).with_suffix(".py").exists()
-            and not (ROOT / module.replace(".", "/") / "__main__.py").exists()
-        ):
-            return [*problems, f"no module {module} in the repository"]
-        return problems + _listed_in_help(("-m", module), args[2:])
+        return problems + _check_module(args[1], args[2:])
     if "/" in program:
-        path = cwd / program
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            return [*problems, f"{program}: no such executable in the repository"]
-        if program == "scripts/test":
-            return problems + _listed_in_help(("-m", "pytest"), args, subcommands=False)
-        return problems + _listed_in_help((str(path.resolve()),), args)
+        return problems + _check_script(cwd / program, args)
     problems += _installed(program)
     if program == "docker":
-        problems += _compose_services_exist(args)
-        if args[1:2] == ["exec"]:
-            service = next(i for i, a in enumerate(args) if i > 1 and not a.startswith("-"))
-            problems += _inside(args[service + 1 :])
+        problems += _check_compose(args)
+    return problems
+
+
+def _check_module(module: str, args: list[str]) -> list[str]:
+    """`python -m MODULE ARGS` of a module of the repository."""
+    path = ROOT / module.replace(".", "/")
+    if not (path.with_suffix(".py").exists() or (path / "__main__.py").exists()):
+        return [f"no module {module} in the repository"]
+    return _listed_in_help((sys.executable, "-m", module), args)
+
+
+def _check_script(path: Path, args: list[str]) -> list[str]:
+    """A script of the repository (`scripts/test` takes pytest's arguments)."""
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        return [f"{path.relative_to(ROOT)}: no such executable in the repository"]
+    if path == ROOT / "scripts" / "test":
+        return _listed_in_help((sys.executable, "-m", "pytest"), args, subcommands=False)
+    return _listed_in_help((str(path),), args)
+
+
+def _check_kubectl(args: list[str], cwd: Path) -> list[str]:
+    """`-k` and `-f` name paths, KIND/NAME an object of deploy/kubernetes, and what follows
+    `--` runs in a container."""
+    paths = [v for flag, v in zip(args, args[1:], strict=False) if flag in ("-k", "-f")]
+    inside = args[args.index("--") + 1 :] if "--" in args else []
+    return (
+        _installed("kubectl")
+        + _missing_paths(paths, cwd)
+        + _kubernetes_objects_exist(args)
+        + _inside(inside)
+    )
+
+
+def _check_compose(args: list[str]) -> list[str]:
+    """The services `docker compose` names are compose.yaml's; what `exec` runs is checked."""
+    problems = _compose_services_exist(args)
+    if args[1:2] == ["exec"]:
+        service = next(i for i, a in enumerate(args) if i > 1 and not a.startswith("-"))
+        problems += _inside(args[service + 1 :])
     return problems
 
 
@@ -121,7 +140,7 @@ def _cortex_workers_accepts(args: list[str]) -> list[str]:
 def _help(argv: tuple[str, ...]) -> str | None:
     """The program's `--help`, or None when it has none (it fails on `--help`)."""
     run = subprocess.run(
-        [*(argv if argv[0].startswith("/") else (sys.executable, *argv)), "--help"],
+        [*argv, "--help"],
         cwd=ROOT,
         capture_output=True,
         text=True,
