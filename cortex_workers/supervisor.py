@@ -121,6 +121,9 @@ class Supervisor:
     def run(self) -> None:
         signal.signal(signal.SIGINT, self._on_signal)
         signal.signal(signal.SIGTERM, self._on_signal)
+        # a closed terminal (SIGHUP) stops the stack as cleanly as Ctrl-C does, rather than
+        # ending this process at once and leaving its children to their death signals
+        signal.signal(signal.SIGHUP, self._on_signal)
         for child in self.children:
             child.start(self.env)
         waiting = self.ready is not None
@@ -217,9 +220,9 @@ Chat page: {base}/ui (paste the API key below)
 Metrics of every process: {base}/metrics
 {flower_line}API key (also in {data_dir / "api-key"}):
   {key}
-Try it:
-  export CW_KEY=$(cat {data_dir / "api-key"})
-  curl -s -X POST {base}/v1/sessions -H "Authorization: Bearer $CW_KEY" \\
+Try it (the variables every page of the docs uses):
+  export CW={base} CW_KEY=$(cat {data_dir / "api-key"})
+  curl -s -X POST $CW/v1/sessions -H "Authorization: Bearer $CW_KEY" \\
        -H 'Content-Type: application/json' -d '{{"name": "hello"}}'
 Ctrl-C stops everything.
 """
@@ -280,7 +283,7 @@ def _readiness(host: str, port: int) -> Readiness:
 
 
 def run_dev(*, data_dir: Path, port: int, host: str, flower_port: int | None) -> int:
-    """The whole stack, supervised, until SIGINT or SIGTERM; Flower unless `flower_port` is
+    """The whole stack, supervised, until SIGINT, SIGTERM or SIGHUP; Flower unless `flower_port` is
     None. Says it is ready once the API and a worker of every queue answer."""
     busy = _busy_ports(host, port, flower_port)
     if busy is not None:

@@ -59,7 +59,8 @@ def _sessions(rt: Runtime, tenant_id: uuid.UUID, limit: int) -> list[dict[str, A
     with transaction(rt.db) as db:
         rows = repo.recent_sessions(db, tenant_id, limit=max(1, min(limit, 200)), before=None)
         return [
-            {"id": str(s.id), "name": s.name, "created_at": s.created_at.isoformat()} for s in rows
+            {"id": str(s.id), "name": s.name, "created_at": s.created_at.isoformat()}
+            for s, _ in rows
         ]
 
 

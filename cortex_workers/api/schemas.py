@@ -155,10 +155,17 @@ class SessionCreate(StorableBody):
         )
 
 
+LAST_ACTIVITY = (
+    "When the session's newest turn was posted, started or ended (its latest); the creation time"
+    " when it has none."
+)
+
+
 class SessionItem(BaseModel):
     id: uuid.UUID
     name: str | None
     created_at: datetime
+    last_activity_at: datetime = Field(description=LAST_ACTIVITY)
 
 
 class SessionList(BaseModel):
@@ -197,6 +204,7 @@ class SessionOut(BaseModel):
     usage: Usage
     cost_usd: float
     created_at: datetime
+    last_activity_at: datetime = Field(description=LAST_ACTIVITY)
     forked_from: ForkedFrom | None = None
 
 

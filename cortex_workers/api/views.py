@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from pathlib import PurePath
 
 from sqlalchemy.orm import Session as Db
@@ -32,7 +33,11 @@ def events_url(turn_id: uuid.UUID) -> str:
     return f"/v1/turns/{turn_id}/events"
 
 
-def session_out(rt: Runtime, db: Db, session: Session) -> SessionOut:
+def session_out(
+    rt: Runtime, db: Db, session: Session, *, last_activity_at: datetime | None = None
+) -> SessionOut:
+    """The session as the API shows it; `last_activity_at` as read with it (see
+    `repo.LAST_ACTIVITY_AT`), or None for a session just made (no turn yet: its creation)."""
     active = repo.active_turns(db, session.id)
     running = next((t for t in active if t.status == TurnStatus.RUNNING), None)
     provider, model = rt.providers.resolve(session.provider, session.model)
@@ -59,6 +64,7 @@ def session_out(rt: Runtime, db: Db, session: Session) -> SessionOut:
         usage=Usage(input_tokens=session.input_tokens, output_tokens=session.output_tokens),
         cost_usd=float(session.cost_usd),
         created_at=session.created_at,
+        last_activity_at=last_activity_at or session.created_at,
         forked_from=_forked_from(session),
     )
 
@@ -176,6 +182,15 @@ def require_session(db: Db, session_id: uuid.UUID, tenant_id: uuid.UUID) -> Sess
     if session is None:
         raise NotFound(f"session {session_id} not found")
     return session
+
+
+def require_session_with_activity(
+    db: Db, session_id: uuid.UUID, tenant_id: uuid.UUID
+) -> tuple[Session, datetime]:
+    found = repo.session_with_activity(db, session_id, tenant_id=tenant_id)
+    if found is None:
+        raise NotFound(f"session {session_id} not found")
+    return found
 
 
 def require_turn(db: Db, turn_id: uuid.UUID, tenant_id: uuid.UUID) -> Turn:

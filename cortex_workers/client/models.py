@@ -42,6 +42,8 @@ class Session(_Model):
     usage: Usage = Usage()
     cost_usd: float = 0.0
     created_at: datetime | None = None
+    last_activity_at: datetime | None = None
+    """The newest turn's latest time (posted, started or ended), else `created_at`."""
 
 
 @with_config(ConfigDict(extra="allow"))  # a newer server's fields are kept

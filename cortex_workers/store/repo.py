@@ -55,6 +55,20 @@ _ACTIVE_TURNS = (
 )
 
 
+# A session's last activity: the newest turn's latest time (posted, started or ended; through
+# the (session_id, seq) index), else the session's creation. A column of the listing's and the
+# session's own SELECT, never a query of its own.
+_NEWEST_TURN_AT = (
+    select(func.greatest(_tt.created_at, _tt.started_at, _tt.finished_at))
+    .where(_tt.session_id == _ss.id)
+    .order_by(_tt.seq.desc())
+    .limit(1)
+    .correlate(sessions_table)
+    .scalar_subquery()
+)
+LAST_ACTIVITY_AT = func.coalesce(_NEWEST_TURN_AT, _ss.created_at).label("last_activity_at")
+
+
 TERMINAL = (TurnStatus.DONE, TurnStatus.FAILED, TurnStatus.CANCELLED)
 
 
@@ -114,9 +128,10 @@ def insert_session(
 
 def recent_sessions(
     db: Db, tenant_id: uuid.UUID, *, limit: int, before: uuid.UUID | None = None
-) -> Sequence[Session]:
-    """The tenant's sessions, newest first, older than session `before` when given."""
-    query = select(Session).where(Session.tenant_id == tenant_id)
+) -> Sequence[tuple[Session, datetime]]:
+    """The tenant's sessions with their last activity (`LAST_ACTIVITY_AT`), newest first,
+    older than session `before` when given."""
+    query = select(Session, LAST_ACTIVITY_AT).where(Session.tenant_id == tenant_id)
     if before is not None:
         mark = select(Session.created_at, Session.id).where(
             Session.id == before, Session.tenant_id == tenant_id
@@ -125,7 +140,17 @@ def recent_sessions(
         if row is not None:
             query = query.where(tuple_(Session.created_at, Session.id) < tuple_(*row))
     query = query.order_by(Session.created_at.desc(), Session.id.desc()).limit(limit)
-    return db.execute(query).scalars().all()
+    return db.execute(query).tuples().all()
+
+
+def session_with_activity(
+    db: Db, session_id: uuid.UUID, *, tenant_id: uuid.UUID
+) -> tuple[Session, datetime] | None:
+    """The tenant's session and its last activity (`LAST_ACTIVITY_AT`), in one SELECT."""
+    query = select(Session, LAST_ACTIVITY_AT).where(
+        Session.id == session_id, Session.tenant_id == tenant_id
+    )
+    return db.execute(query).tuples().one_or_none()
 
 
 def get_session(

@@ -80,6 +80,9 @@ def test_chat_with_tools_a_proposal_and_a_reload_mid_answer(
     turn_id = slow.get_attribute("data-turn-id")
     assert turn_id
     page.reload()
+    # the sidebar shows the session's last activity as stored, not only what this tab saw
+    when = page.get_by_role("link", name="browser test").locator(".session-when")
+    expect(when).to_have_text(re.compile(r"^active "))
     slow = page.locator(f".turn[data-turn-id='{turn_id}']")
     expect(slow).to_have_attribute("data-status", "done", timeout=60_000)
     shown = "".join(slow.locator(".assistant").all_text_contents())

@@ -28,7 +28,13 @@ from ..schemas import (
     TurnAccepted,
     TurnCreate,
 )
-from ..views import events_url, messages_page, require_session, session_out
+from ..views import (
+    events_url,
+    messages_page,
+    require_session,
+    require_session_with_activity,
+    session_out,
+)
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 MAX_SEQ = 2**31 - 1
@@ -60,7 +66,10 @@ def list_sessions(
     """The tenant's sessions, newest first; page on with `before` = the last id."""
     with transaction(rt.db) as db:
         rows = repo.recent_sessions(db, tenant_id, limit=limit + 1, before=before)
-        items = [SessionItem(id=s.id, name=s.name, created_at=s.created_at) for s in rows[:limit]]
+        items = [
+            SessionItem(id=s.id, name=s.name, created_at=s.created_at, last_activity_at=at)
+            for s, at in rows[:limit]
+        ]
     return SessionList(sessions=items, next_before=items[-1].id if len(rows) > limit else None)
 
 
@@ -69,7 +78,8 @@ def get_session(session_id: uuid.UUID, rt: RuntimeDep, caller: CallerDep) -> Ses
     """A session with its rolling summary and active turn."""
     caller.require_read(session_id, f"session {session_id}")
     with transaction(rt.db) as db:
-        return session_out(rt, db, require_session(db, session_id, caller.tenant_id))
+        session, at = require_session_with_activity(db, session_id, caller.tenant_id)
+        return session_out(rt, db, session, last_activity_at=at)
 
 
 @router.get("/{session_id}/messages", response_model=MessagesPage)

@@ -48,7 +48,6 @@ export class SessionList {
   constructor(api) {
     this.api = api;
     this.sessions = [];
-    this.activity = new Map(); // session id → ISO time of the last turn seen in this tab
     this.list = $("session-list");
     $("session-search").addEventListener("input", () => this.draw());
   }
@@ -60,8 +59,10 @@ export class SessionList {
     if (!this.sessions.length) $("new-session").open = true;
   }
 
+  /** A turn was just posted in this tab: the session's last activity is now. */
   touched(sessionId) {
-    this.activity.set(sessionId, new Date().toISOString());
+    const session = this.sessions.find((s) => s.id === sessionId);
+    if (session) session.last_activity_at = new Date().toISOString();
     this.draw();
   }
 
@@ -78,8 +79,9 @@ export class SessionList {
       return;
     }
     this.list.replaceChildren(...shown.map((s) => {
-      const last = this.activity.get(s.id);
-      const when = last ? `active ${ago(last)}` : `created ${ago(s.created_at)}`;
+      // the server's last activity (the newest turn's time), the creation time when no turn yet
+      const active = s.last_activity_at && s.last_activity_at !== s.created_at;
+      const when = active ? `active ${ago(s.last_activity_at)}` : `created ${ago(s.created_at)}`;
       const link = el("a", { href: `#session=${s.id}`, "data-id": s.id, "aria-current": s.id === current ? "page" : null },
         el("span", { class: "session-name", text: s.name || `Session ${s.id.slice(0, 8)}` }),
         el("span", { class: "session-when label", text: when }));
