@@ -8,8 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from openai_support import MODEL
 from support import Api
+
+pytestmark = pytest.mark.servers  # on both CI passes: the API is checked on either server set
 
 
 def test_an_agents_sdk_agent_runs_to_its_answer(api: Api, tenant_key: str, tmp_path: Path) -> None:

@@ -4,7 +4,10 @@ response in it is its next turn."""
 from __future__ import annotations
 
 import openai
+import pytest
 from openai_support import MODEL, script
+
+pytestmark = pytest.mark.servers  # on both CI passes: the API is checked on either server set
 
 
 def test_a_conversation_is_created_with_items_and_metadata(oai: openai.OpenAI) -> None:

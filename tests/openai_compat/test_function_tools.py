@@ -10,6 +10,8 @@ import openai
 import pytest
 from openai_support import MODEL, script
 
+pytestmark = pytest.mark.servers  # on both CI passes: the API is checked on either server set
+
 WEATHER = {
     "type": "function",
     "name": "get_weather",
@@ -188,3 +190,25 @@ def test_an_unknown_operator_tool_is_refused_naming_it(oai: openai.OpenAI) -> No
         )
     assert err.value.body["param"] == "tools"  # type: ignore[index]
     assert "no_such_tool" in err.value.body["message"]  # type: ignore[index]
+
+
+def test_an_mcp_call_item_sent_back_joins_the_history(oai: openai.OpenAI) -> None:
+    tools = [{"type": "cortex_tools", "names": ["calculate"]}]
+    calculate = {"tool_calls": [{"name": "calculate", "arguments": {"expression": "6*7"}}]}
+    first = oai.responses.create(
+        model=MODEL,
+        input="Six times seven?",
+        tools=tools,
+        metadata=script(calculate, "42."),  # type: ignore[arg-type]
+    )
+    resent = [{"role": "user", "content": "Six times seven?"}]
+    resent += [item.model_dump(exclude_none=True) for item in first.output]
+    resent += [{"role": "user", "content": "And doubled?"}]
+    second = oai.responses.create(
+        model=MODEL,
+        input=resent,  # type: ignore[arg-type]
+        tools=tools,  # type: ignore[arg-type]
+        metadata=script(calculate, "42.", {"text": "", "echo_request": True}),
+    )
+    asked = json.loads(second.output_text)
+    assert asked["roles"][-5:] == ["user", "assistant", "tool", "assistant", "user"]

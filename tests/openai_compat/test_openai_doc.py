@@ -7,8 +7,11 @@ import os
 import subprocess
 import sys
 
+import pytest
 from doc_examples import DOCS, run_example
 from support import Api
+
+pytestmark = pytest.mark.servers  # on both CI passes: the API is checked on either server set
 
 
 def test_the_openai_compatibility_page_example_runs(api: Api, tenant_key: str) -> None:

@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 
 import openai
+import pytest
 from openai_support import MODEL, script
 from pydantic import BaseModel
+
+pytestmark = pytest.mark.servers  # on both CI passes: the API is checked on either server set
 
 
 def test_temperature_and_max_output_tokens_reach_the_model_call(oai: openai.OpenAI) -> None:

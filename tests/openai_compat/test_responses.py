@@ -10,6 +10,8 @@ import pytest
 from openai_support import MODEL, script
 from support import Api, wait_until
 
+pytestmark = pytest.mark.servers  # on both CI passes: the API is checked on either server set
+
 
 def test_a_plain_response_completes_with_the_scripted_text_and_usage(oai: openai.OpenAI) -> None:
     response = oai.responses.create(

@@ -15,6 +15,8 @@ from fakes.tcp_proxy import TcpProxy
 from openai_support import MODEL, script
 from support import Api, Workers, free_port, wait_until
 
+pytestmark = pytest.mark.servers  # on both CI passes: the API is checked on either server set
+
 TEXT = " ".join(f"word{i}" for i in range(40))
 DELTA = "response.output_text.delta"
 

@@ -142,7 +142,20 @@ class OtherItem(BaseModel):
     type: str
 
 
-InputItem = MessageItem | FunctionCallItem | FunctionCallOutputItem | OtherItem
+class McpCallItem(BaseModel):
+    """A call of the operator's tools (`mcp_call`) as a client sends an earlier output back:
+    the call and its result join the history."""
+
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["mcp_call"]
+    id: str = Field(min_length=1, max_length=300)
+    name: str = Field(min_length=1, max_length=200)
+    arguments: str = Field(max_length=MAX_TEXT)
+    output: str | None = Field(default=None, max_length=MAX_TEXT)
+    error: Any = None
+
+
+InputItem = MessageItem | FunctionCallItem | FunctionCallOutputItem | McpCallItem | OtherItem
 
 
 class FunctionTool(BaseModel):
@@ -400,7 +413,7 @@ def part_images(item: MessageItem, where: str) -> list[str]:
     return urls
 
 
-def _arguments(item: FunctionCallItem, where: str) -> JsonObject:
+def _arguments(item: FunctionCallItem | McpCallItem, where: str) -> JsonObject:
     try:
         value = json.loads(item.arguments) if item.arguments.strip() else {}
     except (ValueError, RecursionError):
@@ -444,6 +457,14 @@ def to_turn(value: str | list[InputItem], known_calls: dict[str, str]) -> Turnab
                     last.tool_calls.append(call)  # calls of one answer: one message
                 else:
                     items.append(HistoryItem("assistant", "", [call]))
+            case McpCallItem():
+                ran: ToolCallDoc = {
+                    "id": item.id, "name": item.name,
+                    "arguments": _arguments(item, where),
+                }  # fmt: skip
+                result = item.output if item.output is not None else json.dumps(item.error)
+                items.append(HistoryItem("assistant", "", [ran]))
+                items.append(HistoryItem("tool", result, tool_call_id=item.id, name=item.name))
             case FunctionCallOutputItem():
                 name = calls.get(item.call_id)
                 if name is None:
