@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,8 @@ SERVER = Path(__file__).resolve().parent / "mcp" / "mcp_server.py"
 HTTP_PORT = free_port()
 URL = f"http://127.0.0.1:{HTTP_PORT}/mcp"
 MCP_LOG = Path(tempfile.mkdtemp(prefix="cortex-mcp-")) / "calls.jsonl"
+CHART_PNG: bytes = runpy.run_path(str(SERVER))["CHART_PNG"]
+"""The image the server's `chart` tool returns."""
 
 os.environ["MCP_TEST_LOG"] = str(MCP_LOG)
 os.environ["CORTEX_MCP"] = json.dumps(
@@ -36,7 +39,7 @@ os.environ["CORTEX_MCP"] = json.dumps(
                 "url": URL,
                 "allow_private": True,
                 "timeout": 10,
-                "allowed_tools": ["forecast", "add", "explode"],
+                "allowed_tools": ["forecast", "add", "explode", "chart"],
                 "tools": {"add": {"require_confirmation": True}},
             },
             "local": {

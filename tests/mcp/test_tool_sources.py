@@ -3,9 +3,10 @@ SDK on loopback: one over streamable HTTP, one over stdio (tests/mcp/mcp_server.
 
 from __future__ import annotations
 
+import base64
 import json
 
-from mcp_support import McpHttpServer, call_once, calls, tool_result
+from mcp_support import CHART_PNG, McpHttpServer, call_once, calls, tool_result
 from support import Api, wait_until
 
 
@@ -95,3 +96,29 @@ def test_a_stopped_server_gives_an_is_error_result_and_the_turn_ends_done(
     sid = client.scripted_session({"text": "fine without it"}, tools=["weather_forecast"])
     turn = client.wait_turn(client.submit(sid, "forecast?"), timeout=60)
     assert turn["status"] == "done" and turn["answer"] == "fine without it", turn
+
+
+def test_an_image_of_a_tool_result_is_passed_on_to_the_model(
+    client: Api, served: McpHttpServer
+) -> None:
+    sid = client.scripted_session(
+        {"tool_calls": [{"name": "weather_chart", "arguments": {"city": "Oslo"}}]},
+        {"echo_request": True},  # the answer: what the model was sent
+        tools=["weather.*"],
+    )
+    tid = client.submit(sid, "a chart?")
+    turn = client.wait_turn(tid, timeout=60)
+    assert turn["status"] == "done", turn
+    (result,) = tool_result(client, tid)
+    content = json.loads(str(result["content"]))  # what the model reads as the result
+    assert content == {
+        "text": "the week in Oslo",
+        "media": [{"type": "image", "mime_type": "image/png"}],
+    }
+    url = "data:image/png;base64," + base64.b64encode(CHART_PNG).decode()
+    sent = json.loads(turn["answer"])
+    assert sent["roles"][-1] == "tool" and sent["images"] == [url[:64]], sent
+    # stored with the result's `tool` message, so a later step of the session sends it too
+    history = client.http.get(f"/v1/sessions/{sid}/messages").json()
+    (tool,) = [m for m in history["messages"] if m["role"] == "tool"]
+    assert tool["images"] == [url], tool
