@@ -5,7 +5,9 @@
   `mcp_http` fixture; until then it is unavailable), `secret` hidden by `allowed_tools`,
   `add` requiring confirmation;
 - `local`: the same server over stdio, one process per worker process;
-- `guarded`: the HTTP server without `allow_private`, so the SSRF guard refuses it.
+- `guarded`: the HTTP server without `allow_private`, so the SSRF guard refuses it;
+- `notify`: the HTTP server again, all its tools, read on a schedule of an hour: its tools
+  change in time only through `notifications/tools/list_changed`.
 
 Each tool call's `_meta` is appended to `MCP_LOG` (JSON lines) by the server.
 """
@@ -50,6 +52,7 @@ os.environ["CORTEX_MCP"] = json.dumps(
                 "timeout": 20,
             },
             "guarded": {"url": URL, "timeout": 5},
+            "notify": {"url": URL, "allow_private": True, "timeout": 10, "refresh_s": 3600},
         },
     }
 )
@@ -120,3 +123,19 @@ def wait_until_served(client: Api) -> None:
         interval=1,
         what="the tools worker discovering the MCP HTTP server",
     )
+
+
+async def _grow(name: str) -> None:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with Client(streamable_http_client(URL), cache=None) as mcp:
+        result = await mcp.call_tool("grow", {"name": name})
+        assert not result.is_error, result
+
+
+def grow(name: str) -> None:
+    """The HTTP server's `grow` tool called (directly): it adds `grown_<name>` and notifies."""
+    import asyncio
+
+    asyncio.run(_grow(name))

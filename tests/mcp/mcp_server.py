@@ -41,6 +41,15 @@ def build(flavour: str) -> MCPServer:
     def chart(city: str, ctx: Context) -> list[object]:
         return [f"the week in {city}", Image(data=CHART_PNG, format="png")]
 
+    @server.tool(description="Adds the tool `grown_<name>` and says the tool list changed.")
+    async def grow(name: str, ctx: Context) -> str:
+        def grown() -> str:
+            return f"grown {name}"
+
+        server.add_tool(grown, name=f"grown_{name}", description="Added at run time.")
+        await ctx.notify_tools_changed()
+        return f"added grown_{name}"
+
     @server.tool(description="Always fails.")
     def explode(ctx: Context) -> str:
         raise ValueError("the reactor is offline")
