@@ -13,6 +13,9 @@ The caller's API key is the bearer token, as on every route. Tools:
   schema: a call runs the agent in a session of its own, as a turn whose steps call the
   agent's tool and answer with its result (`turns.options.AgentCall`), so the agent runs on
   the workers as it does for a session's model; the answer comes back as `ask`'s does.
+
+A client that declares the Tasks extension gets a task instead of a turn still going on
+(`mcp_tasks`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, TextContent
 from mcp_types import Tool as McpTool
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
@@ -50,6 +52,7 @@ from ..turns.options import AgentCall, TurnOptions
 from ..turns.submit import submit_turn
 from ..vocabulary import TurnStatus
 from .deps import tenant_of_key
+from .mcp_tasks import TurnTasks, tool_result
 from .schemas import SessionCreate
 from .views import require_turn, turn_out
 
@@ -156,12 +159,7 @@ class _CortexMcp(MCPServer):
         card = get_runtime().agents.by_tool(name)
         if card is None or context is None:
             return await super().call_tool(name, arguments, context)
-        status = await _call_agent(card, arguments, context)
-        return CallToolResult(
-            content=[TextContent(type="text", text=json.dumps(status))],
-            structured_content=status,
-            is_error=status["status"] == TurnStatus.FAILED,
-        )
+        return tool_result(await _call_agent(card, arguments, context), agent=True)
 
 
 async def _call_agent(card: AgentCard, arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -183,10 +181,16 @@ async def _call_agent(card: AgentCard, arguments: dict[str, Any], ctx: Context) 
     return await _until_ended(rt, tenant_id, turn_id, min(card.timeout_s + 5, 60.0))
 
 
+def _is_agent_tool(name: str) -> bool:
+    return get_runtime().agents.by_tool(name) is not None
+
+
 def build_server() -> MCPServer:
     """The MCP server `/mcp` serves."""
     server: MCPServer = _CortexMcp(
-        "cortex-workers", instructions="Durable LLM conversations: ask, and read answers."
+        "cortex-workers",
+        instructions="Durable LLM conversations: ask, and read answers.",
+        extensions=[TurnTasks(("ask",), _is_agent_tool)],
     )
 
     @server.tool(description="The caller's sessions, newest first.")
@@ -198,7 +202,8 @@ def build_server() -> MCPServer:
         description=(
             "Ask a question: a turn in the session named (or a new session) that runs in the "
             "background. Returns the answer when the turn is done within wait_s seconds, else "
-            "its turn_id and status (ask turn_status later)."
+            "its turn_id and status (ask turn_status later), or a task (tasks/get) to a client "
+            "that declares the Tasks extension."
         )
     )
     async def ask(
