@@ -43,6 +43,7 @@ from ..agents import AgentCard
 from ..agents.registry import tool_description
 from ..dispatch import publish
 from ..errors import CortexError
+from ..messages import JsonObject
 from ..runtime import Runtime, get_runtime
 from ..store import repo
 from ..store.db import transaction
@@ -52,7 +53,7 @@ from ..turns.options import AgentCall, TurnOptions
 from ..turns.submit import submit_turn
 from ..vocabulary import TurnStatus
 from .deps import tenant_of_key
-from .mcp_tasks import TurnTasks, tool_result
+from .mcp_tasks import TurnAnswer, TurnTasks, tool_result
 from .schemas import SessionCreate
 from .views import require_turn, turn_out
 
@@ -79,16 +80,16 @@ def _sessions(rt: Runtime, tenant_id: uuid.UUID, limit: int) -> list[dict[str, A
         ]
 
 
-def _status(rt: Runtime, tenant_id: uuid.UUID, turn_id: uuid.UUID) -> dict[str, Any]:
+def _status(rt: Runtime, tenant_id: uuid.UUID, turn_id: uuid.UUID) -> TurnAnswer:
     with transaction(rt.db) as db:
         out = turn_out(db, require_turn(db, turn_id, tenant_id))
-    return {
-        "turn_id": str(out.id),
-        "session_id": str(out.session_id),
-        "status": str(out.status),
-        "answer": out.answer,
-        "error": out.error,
-    }
+    return TurnAnswer(
+        turn_id=str(out.id),
+        session_id=str(out.session_id),
+        status=str(out.status),
+        answer=out.answer,
+        error=out.error,
+    )
 
 
 def _start(rt: Runtime, tenant_id: uuid.UUID, session_id: str | None, content: str) -> uuid.UUID:
@@ -105,7 +106,7 @@ def _start(rt: Runtime, tenant_id: uuid.UUID, session_id: str | None, content: s
 
 
 def _start_agent(
-    rt: Runtime, tenant_id: uuid.UUID, card: AgentCard, arguments: dict[str, Any]
+    rt: Runtime, tenant_id: uuid.UUID, card: AgentCard, arguments: JsonObject
 ) -> uuid.UUID:
     """A session of its own that offers the agent, and the turn that calls it."""
     spec = SessionCreate(
@@ -126,7 +127,7 @@ def _start_agent(
 
 async def _until_ended(
     rt: Runtime, tenant_id: uuid.UUID, turn_id: uuid.UUID, wait_s: float
-) -> dict[str, Any]:
+) -> TurnAnswer:
     """The turn once it has ended, or as it is after `wait_s` seconds (at most MAX_WAIT_S)."""
     deadline = time.monotonic() + max(0.0, min(wait_s, MAX_WAIT_S))
     while True:
@@ -154,7 +155,7 @@ class _CortexMcp(MCPServer):
         return [*await super().list_tools(), *(_agent_tool(cards.cards[n]) for n in cards.names())]
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+        self, name: str, arguments: JsonObject, context: Context[Any, Any] | None = None
     ) -> Any:
         card = get_runtime().agents.by_tool(name)
         if card is None or context is None:
@@ -162,7 +163,7 @@ class _CortexMcp(MCPServer):
         return tool_result(await _call_agent(card, arguments, context), agent=True)
 
 
-async def _call_agent(card: AgentCard, arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
+async def _call_agent(card: AgentCard, arguments: JsonObject, ctx: Context) -> TurnAnswer:
     """Run `card`'s agent for the caller: its answer once done, else its turn to poll."""
     tenant_id = await _tenant(ctx)
     try:
@@ -208,14 +209,14 @@ def build_server() -> MCPServer:
     )
     async def ask(
         content: str, ctx: Context, session_id: str | None = None, wait_s: float = 60.0
-    ) -> dict[str, Any]:
+    ) -> TurnAnswer:
         tenant_id = await _tenant(ctx)
         rt = get_runtime()
         turn_id = await run_in_threadpool(_start, rt, tenant_id, session_id, content)
         return await _until_ended(rt, tenant_id, turn_id, wait_s)
 
     @server.tool(description="A turn's status, and its answer once it is done.")
-    async def turn_status(turn_id: str, ctx: Context) -> dict[str, Any]:
+    async def turn_status(turn_id: str, ctx: Context) -> TurnAnswer:
         tenant_id = await _tenant(ctx)
         try:
             tid = uuid.UUID(turn_id)

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypedDict
 
 from fastapi import HTTPException
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -38,11 +37,13 @@ from mcp_types import (
     RequestParams,
     TextContent,
 )
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 from starlette.concurrency import run_in_threadpool
 
 from ..dispatch import publish
 from ..errors import ConflictError, NotFound
+from ..messages import ErrorDoc, JsonObject
 from ..runtime import Runtime, get_runtime
 from ..store import repo
 from ..store.db import transaction
@@ -56,6 +57,36 @@ POLL_INTERVAL_MS = 1000
 WORKING = {TurnStatus.QUEUED, TurnStatus.RUNNING}
 
 
+class TurnAnswer(TypedDict):
+    """What `ask`, `turn_status` and an agent's tool answer: the turn's status and answer."""
+
+    turn_id: str
+    session_id: str
+    status: str
+    answer: str | None
+    error: ErrorDoc | None
+
+
+class TaskState(BaseModel):
+    """A turn as a task (the extension's `DetailedTask`), camelCase on the wire."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    task_id: str
+    status: Literal["working", "completed", "cancelled"]
+    status_message: str | None = None
+    created_at: str
+    last_updated_at: str
+    ttl_ms: int | None
+    """None: no retention is configured (null on the wire, not left out)."""
+    poll_interval_ms: int = POLL_INTERVAL_MS
+    result: JsonObject | None = None
+
+    def wire(self) -> JsonObject:
+        doc = self.model_dump(by_alias=True, mode="json", exclude_none=True)
+        doc["ttlMs"] = self.ttl_ms
+        return doc
+
+
 class TaskParams(RequestParams):
     """`tasks/get` and `tasks/cancel`: the task's id."""
 
@@ -65,14 +96,14 @@ class TaskParams(RequestParams):
 class UpdateParams(TaskParams):
     """`tasks/update`: the task's id and the client's answers (never asked for here)."""
 
-    input_responses: dict[str, Any] = Field(default_factory=dict)
+    input_responses: JsonObject = Field(default_factory=dict)
 
 
-def tool_result(status: Mapping[str, Any], *, agent: bool) -> CallToolResult:
+def tool_result(status: TurnAnswer, *, agent: bool) -> CallToolResult:
     """What a call of `ask` (or of an agent's tool, `agent`) returns for the turn's status."""
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps(status))],
-        structured_content=dict(status),
+        structured_content={**status},
         is_error=agent and status["status"] == TurnStatus.FAILED,
     )
 
@@ -114,12 +145,13 @@ class TurnTasks(Extension):
         tenant_id = await _tenant(ctx)
         turn_id = uuid.UUID(str(status["turn_id"]))
         task = await run_in_threadpool(_task, get_runtime(), tenant_id, turn_id)
-        return {**task, "resultType": "task"}
+        return {**task.wire(), "resultType": "task"}
 
     async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> HandlerResult:
         require_client_extension(ctx, TASKS)
         tenant_id = await _tenant(ctx)
-        return await run_in_threadpool(_task, get_runtime(), tenant_id, _turn_id(params.task_id))
+        task_id = _turn_id(params.task_id)
+        return (await run_in_threadpool(_task, get_runtime(), tenant_id, task_id)).wire()
 
     async def _update(
         self, ctx: ServerRequestContext[Any, Any], params: UpdateParams
@@ -163,12 +195,8 @@ def _not_found() -> MCPError:
     return MCPError(code=INVALID_PARAMS, message="Failed to retrieve task: Task not found")
 
 
-def _iso(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.isoformat()
-
-
-def _task(rt: Runtime, tenant_id: uuid.UUID, turn_id: uuid.UUID) -> dict[str, Any]:
-    """The turn as a task (`DetailedTask`, camelCase as on the wire)."""
+def _task(rt: Runtime, tenant_id: uuid.UUID, turn_id: uuid.UUID) -> TaskState:
+    """The turn as a task."""
     with transaction(rt.db) as db:
         turn = repo.get_turn(db, turn_id, tenant_id=tenant_id)
         if turn is None:
@@ -176,30 +204,31 @@ def _task(rt: Runtime, tenant_id: uuid.UUID, turn_id: uuid.UUID) -> dict[str, An
         out = turn_out(db, turn)
         agent = bool((turn.options or {}).get("agent_call"))
         created, updated = turn.created_at, turn.finished_at or turn.started_at or turn.created_at
-    status: dict[str, Any] = {
-        "turn_id": str(out.id),
-        "session_id": str(out.session_id),
-        "status": str(out.status),
-        "answer": out.answer,
-        "error": out.error,
-    }
+    status = TurnAnswer(
+        turn_id=str(out.id),
+        session_id=str(out.session_id),
+        status=str(out.status),
+        answer=out.answer,
+        error=out.error,
+    )
     days = rt.settings.retention_days
-    task: dict[str, Any] = {
-        "taskId": str(turn_id),
-        "createdAt": _iso(created),
-        "lastUpdatedAt": _iso(updated),
-        "ttlMs": None if days is None else int(days * 86_400_000),
-        "pollIntervalMs": POLL_INTERVAL_MS,
-    }
+    task = TaskState(
+        task_id=str(turn_id),
+        status="working",
+        created_at=created.isoformat(),
+        last_updated_at=updated.isoformat(),
+        ttl_ms=None if days is None else int(days * 86_400_000),
+    )
     match out.status:
         case TurnStatus.QUEUED | TurnStatus.RUNNING:
-            return {**task, "status": "working", "statusMessage": f"the turn is {out.status}"}
+            return task.model_copy(update={"status_message": f"the turn is {out.status}"})
         case TurnStatus.CANCELLED:
-            return {**task, "status": "cancelled", "statusMessage": "the turn was cancelled"}
+            message = "the turn was cancelled"
+            return task.model_copy(update={"status": "cancelled", "status_message": message})
         case _:
             result = tool_result(status, agent=agent)
             dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-            return {**task, "status": "completed", "result": dumped}
+            return task.model_copy(update={"status": "completed", "result": dumped})
 
 
 def _cancel(rt: Runtime, tenant_id: uuid.UUID, turn_id: uuid.UUID) -> None:
