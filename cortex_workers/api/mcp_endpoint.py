@@ -53,7 +53,7 @@ from ..turns.options import AgentCall, TurnOptions
 from ..turns.submit import submit_turn
 from ..vocabulary import TurnStatus
 from .deps import tenant_of_key
-from .mcp_tasks import TurnAnswer, TurnTasks, tool_result
+from .mcp_tasks import TASK_AFTER_S, TurnAnswer, TurnTasks, declares_tasks, tool_result
 from .schemas import SessionCreate
 from .views import require_turn, turn_out
 
@@ -179,7 +179,8 @@ async def _call_agent(card: AgentCard, arguments: JsonObject, ctx: Context) -> T
         turn_id = await run_in_threadpool(_start_agent, rt, tenant_id, card, arguments)
     except CortexError as exc:  # the default provider unavailable, say
         raise ToolError(f"{exc.code}: {exc.message}") from None
-    return await _until_ended(rt, tenant_id, turn_id, min(card.timeout_s + 5, 60.0))
+    wait_s = TASK_AFTER_S if declares_tasks(ctx) else min(card.timeout_s + 5, 60.0)
+    return await _until_ended(rt, tenant_id, turn_id, wait_s)
 
 
 def _is_agent_tool(name: str) -> bool:

@@ -27,7 +27,7 @@ from typing import Any, Literal, TypedDict
 from fastapi import HTTPException
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
-from mcp.server.mcpserver import require_client_extension
+from mcp.server.mcpserver import Context, require_client_extension
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
@@ -54,6 +54,9 @@ from .views import turn_out
 
 TASKS = "io.modelcontextprotocol/tasks"
 POLL_INTERVAL_MS = 1000
+TASK_AFTER_S = 2.0
+"""How long an agent's tool waits for its answer before it is a task, for a client that
+declares the extension (`ask` waits its `wait_s`)."""
 WORKING = {TurnStatus.QUEUED, TurnStatus.RUNNING}
 
 
@@ -168,6 +171,12 @@ class TurnTasks(Extension):
         tenant_id = await _tenant(ctx)
         await run_in_threadpool(_cancel, get_runtime(), tenant_id, _turn_id(params.task_id))
         return {}
+
+
+def declares_tasks(ctx: Context[Any, Any]) -> bool:
+    """Whether the client declared the extension on this request (a tool's context)."""
+    capabilities = ctx.client_capabilities
+    return bool(capabilities and capabilities.extensions and TASKS in capabilities.extensions)
 
 
 def _declared(ctx: ServerRequestContext[Any, Any]) -> bool:

@@ -215,3 +215,18 @@ def test_another_tenants_or_an_unknown_task_is_not_found_and_undeclared_clients_
     assert code_of("786512e2-9e0d-44bd-8f29-789f320fe840", tenant_key) == -32602
     assert code_of("not-a-task", tenant_key) == -32602
     assert code_of(handle.task_id, tenant_key, tasks=False) == -32021  # not declared
+
+
+def test_an_agents_tool_answers_a_declaring_client_with_a_task(api: Api, tenant_key: str) -> None:
+    async def call(mcp: Client) -> tuple[Any, TaskState]:
+        # the agent sleeps 3 s: its turn cannot end within the 2 s a declaring client waits
+        handle = await mcp.session.call_tool("slow_fg_agent", {"seconds": 3}, allow_claimed=True)
+        assert isinstance(handle, TaskHandle), handle
+        return handle, await until_ended(mcp, handle.task_id)
+
+    handle, state = _run(api.base_url, tenant_key, call)
+    assert state.status == "completed" and state.result is not None, state
+    result = CallToolResult.model_validate(state.result)
+    answer = dict(result.structured_content or {})
+    assert not result.is_error and answer["turn_id"] == handle.task_id
+    assert answer["status"] == "done" and answer["answer"] == "woke up", answer
