@@ -48,7 +48,7 @@ class McpSources:
         try:
             tools = adapt(server, server.list_tools())
         except Exception as exc:  # a server that is down must not stop the process
-            if self._stop.is_set() or "after shutdown" in str(exc):  # the process is ending
+            if self._stop.is_set() or "shutdown" in str(exc):  # the process is ending
                 return
             reason = _reason(exc)
             if self.unavailable.get(name) != reason:
