@@ -61,6 +61,9 @@ class McpServerSettings(BaseModel):
     allow_private: bool = False
     """Whether `url` may be a loopback, private or CGNAT address (the plugins' SSRF guard)."""
     tools: dict[str, McpToolSettings] = Field(default_factory=dict)
+    refresh_s: float | None = Field(default=None, gt=0)
+    """How often this server's tool list is read again (None: `[mcp] refresh_s`); a server
+    that sends `notifications/tools/list_changed` is read again at once besides."""
 
     @field_validator("url", "command")
     @classmethod

@@ -5,7 +5,9 @@
   `mcp_http` fixture; until then it is unavailable), `secret` hidden by `allowed_tools`,
   `add` requiring confirmation;
 - `local`: the same server over stdio, one process per worker process;
-- `guarded`: the HTTP server without `allow_private`, so the SSRF guard refuses it.
+- `guarded`: the HTTP server without `allow_private`, so the SSRF guard refuses it;
+- `notify`: the HTTP server again, all its tools, read on a schedule of an hour: its tools
+  change in time only through `notifications/tools/list_changed`.
 
 Each tool call's `_meta` is appended to `MCP_LOG` (JSON lines) by the server.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import subprocess
 import sys
 import tempfile
@@ -26,6 +29,8 @@ SERVER = Path(__file__).resolve().parent / "mcp" / "mcp_server.py"
 HTTP_PORT = free_port()
 URL = f"http://127.0.0.1:{HTTP_PORT}/mcp"
 MCP_LOG = Path(tempfile.mkdtemp(prefix="cortex-mcp-")) / "calls.jsonl"
+CHART_PNG: bytes = runpy.run_path(str(SERVER))["CHART_PNG"]
+"""The image the server's `chart` tool returns."""
 
 os.environ["MCP_TEST_LOG"] = str(MCP_LOG)
 os.environ["CORTEX_MCP"] = json.dumps(
@@ -36,7 +41,7 @@ os.environ["CORTEX_MCP"] = json.dumps(
                 "url": URL,
                 "allow_private": True,
                 "timeout": 10,
-                "allowed_tools": ["forecast", "add", "explode"],
+                "allowed_tools": ["forecast", "add", "explode", "chart"],
                 "tools": {"add": {"require_confirmation": True}},
             },
             "local": {
@@ -47,6 +52,7 @@ os.environ["CORTEX_MCP"] = json.dumps(
                 "timeout": 20,
             },
             "guarded": {"url": URL, "timeout": 5},
+            "notify": {"url": URL, "allow_private": True, "timeout": 10, "refresh_s": 3600},
         },
     }
 )
@@ -117,3 +123,19 @@ def wait_until_served(client: Api) -> None:
         interval=1,
         what="the tools worker discovering the MCP HTTP server",
     )
+
+
+async def _grow(name: str) -> None:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with Client(streamable_http_client(URL), cache=None) as mcp:
+        result = await mcp.call_tool("grow", {"name": name})
+        assert not result.is_error, result
+
+
+def grow(name: str) -> None:
+    """The HTTP server's `grow` tool called (directly): it adds `grown_<name>` and notifies."""
+    import asyncio
+
+    asyncio.run(_grow(name))

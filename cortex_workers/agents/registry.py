@@ -52,13 +52,13 @@ class AgentRegistry:
     def specs(self, names: list[str]) -> list[ToolSpec]:
         """The tools of the named agents (unknown names are skipped: checked at creation)."""
         return [
-            ToolSpec(agent_tool_name(c.name), _tool_description(c), c.input_schema)
+            ToolSpec(agent_tool_name(c.name), tool_description(c), c.input_schema)
             for c in (self.cards.get(n) for n in names)
             if c is not None
         ]
 
 
-def _tool_description(card: AgentCard) -> str:
+def tool_description(card: AgentCard) -> str:
     skills = "; ".join(
         f"{s.name}: {s.description}" if s.description else s.name for s in card.skills
     )

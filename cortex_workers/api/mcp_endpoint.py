@@ -8,35 +8,52 @@ The caller's API key is the bearer token, as on every route. Tools:
 - `ask`: start a turn (in the session named, or a new one) and return its answer once it is
   done, or its id and status when it is not done within `wait_s` (the turn goes on; its
   state is in Postgres, so any replica can be asked about it with `turn_status`);
-- `turn_status`: a turn's status and answer.
+- `turn_status`: a turn's status and answer;
+- `<name>_agent` for each configured agent card (GET /v1/agents), with the card's input
+  schema: a call runs the agent in a session of its own, as a turn whose steps call the
+  agent's tool and answer with its result (`turns.options.AgentCall`), so the agent runs on
+  the workers as it does for a session's model; the answer comes back as `ask`'s does.
+
+A client that declares the Tasks extension gets a task instead of a turn still going on
+(`mcp_tasks`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any
 
+import jsonschema
 from fastapi import FastAPI, HTTPException
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import Tool as McpTool
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from ..agents import AgentCard
+from ..agents.registry import tool_description
 from ..dispatch import publish
+from ..errors import CortexError
+from ..messages import JsonObject
 from ..runtime import Runtime, get_runtime
 from ..store import repo
 from ..store.db import transaction
 from ..turns import sessions
+from ..turns.agents.calls import ONE_CALL
+from ..turns.options import AgentCall, TurnOptions
 from ..turns.submit import submit_turn
 from ..vocabulary import TurnStatus
 from .deps import tenant_of_key
+from .mcp_tasks import TASK_AFTER_S, TurnAnswer, TurnTasks, declares_tasks, tool_result
 from .schemas import SessionCreate
 from .views import require_turn, turn_out
 
@@ -64,16 +81,16 @@ def _sessions(rt: Runtime, tenant_id: uuid.UUID, limit: int) -> list[dict[str, A
         ]
 
 
-def _status(rt: Runtime, tenant_id: uuid.UUID, turn_id: uuid.UUID) -> dict[str, Any]:
+def _status(rt: Runtime, tenant_id: uuid.UUID, turn_id: uuid.UUID) -> TurnAnswer:
     with transaction(rt.db) as db:
         out = turn_out(db, require_turn(db, turn_id, tenant_id))
-    return {
-        "turn_id": str(out.id),
-        "session_id": str(out.session_id),
-        "status": str(out.status),
-        "answer": out.answer,
-        "error": out.error,
-    }
+    return TurnAnswer(
+        turn_id=str(out.id),
+        session_id=str(out.session_id),
+        status=str(out.status),
+        answer=out.answer,
+        error=out.error,
+    )
 
 
 def _start(rt: Runtime, tenant_id: uuid.UUID, session_id: str | None, content: str) -> uuid.UUID:
@@ -89,10 +106,94 @@ def _start(rt: Runtime, tenant_id: uuid.UUID, session_id: str | None, content: s
     return result.turn.id
 
 
+def _start_agent(
+    rt: Runtime, tenant_id: uuid.UUID, card: AgentCard, arguments: JsonObject
+) -> uuid.UUID:
+    """A session of its own that offers the agent, and the turn that calls it."""
+    spec = SessionCreate(
+        name=f"mcp/{card.name}", tools=[], agents=[card.name], metadata={ONE_CALL: card.name}
+    ).spec()
+    sid = sessions.create_session(rt, tenant_id, spec).id
+    task = arguments.get("task")
+    content = (
+        task if set(arguments) == {"task"} and isinstance(task, str) else json.dumps(arguments)
+    )
+    options = TurnOptions(agent_call=AgentCall(agent=card.name, arguments=arguments))
+    result = submit_turn(
+        rt, tenant_id=tenant_id, session_id=sid, content=content, options=options.stored()
+    )
+    publish(result.publish)
+    return result.turn.id
+
+
+async def _until_ended(
+    rt: Runtime, tenant_id: uuid.UUID, turn_id: uuid.UUID, wait_s: float
+) -> TurnAnswer:
+    """The turn once it has ended, or as it is after `wait_s` seconds (at most MAX_WAIT_S)."""
+    deadline = time.monotonic() + max(0.0, min(wait_s, MAX_WAIT_S))
+    while True:
+        status = await run_in_threadpool(_status, rt, tenant_id, turn_id)
+        if status["status"] in ENDED or time.monotonic() >= deadline:
+            return status
+        await asyncio.sleep(0.2)
+
+
+def _agent_tool(card: AgentCard) -> McpTool:
+    return McpTool(
+        name=f"{card.name}_agent",
+        title=card.name,
+        description=tool_description(card),
+        input_schema=card.input_schema,
+    )
+
+
+class _CortexMcp(MCPServer):
+    """Our tools, then each configured agent card as `<name>_agent`, read from the runtime at
+    each request (the cards read again on SIGHUP show at once)."""
+
+    async def list_tools(self) -> list[McpTool]:
+        cards = get_runtime().agents
+        return [*await super().list_tools(), *(_agent_tool(cards.cards[n]) for n in cards.names())]
+
+    async def call_tool(
+        self, name: str, arguments: JsonObject, context: Context[Any, Any] | None = None
+    ) -> Any:
+        card = get_runtime().agents.by_tool(name)
+        if card is None or context is None:
+            return await super().call_tool(name, arguments, context)
+        return tool_result(await _call_agent(card, arguments, context), agent=True)
+
+
+async def _call_agent(card: AgentCard, arguments: JsonObject, ctx: Context) -> TurnAnswer:
+    """Run `card`'s agent for the caller: its answer once done, else its turn to poll."""
+    tenant_id = await _tenant(ctx)
+    try:
+        jsonschema.validate(arguments, card.input_schema)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path)
+        raise ToolError(
+            f"invalid arguments for {card.name}_agent{f' at {where}' if where else ''}: "
+            f"{exc.message}"
+        ) from None
+    rt = get_runtime()
+    try:
+        turn_id = await run_in_threadpool(_start_agent, rt, tenant_id, card, arguments)
+    except CortexError as exc:  # the default provider unavailable, say
+        raise ToolError(f"{exc.code}: {exc.message}") from None
+    wait_s = TASK_AFTER_S if declares_tasks(ctx) else min(card.timeout_s + 5, 60.0)
+    return await _until_ended(rt, tenant_id, turn_id, wait_s)
+
+
+def _is_agent_tool(name: str) -> bool:
+    return get_runtime().agents.by_tool(name) is not None
+
+
 def build_server() -> MCPServer:
     """The MCP server `/mcp` serves."""
-    server: MCPServer = MCPServer(
-        "cortex-workers", instructions="Durable LLM conversations: ask, and read answers."
+    server: MCPServer = _CortexMcp(
+        "cortex-workers",
+        instructions="Durable LLM conversations: ask, and read answers.",
+        extensions=[TurnTasks(("ask",), _is_agent_tool)],
     )
 
     @server.tool(description="The caller's sessions, newest first.")
@@ -104,24 +205,20 @@ def build_server() -> MCPServer:
         description=(
             "Ask a question: a turn in the session named (or a new session) that runs in the "
             "background. Returns the answer when the turn is done within wait_s seconds, else "
-            "its turn_id and status (ask turn_status later)."
+            "its turn_id and status (ask turn_status later), or a task (tasks/get) to a client "
+            "that declares the Tasks extension."
         )
     )
     async def ask(
         content: str, ctx: Context, session_id: str | None = None, wait_s: float = 60.0
-    ) -> dict[str, Any]:
+    ) -> TurnAnswer:
         tenant_id = await _tenant(ctx)
         rt = get_runtime()
         turn_id = await run_in_threadpool(_start, rt, tenant_id, session_id, content)
-        deadline = time.monotonic() + max(0.0, min(wait_s, MAX_WAIT_S))
-        while True:
-            status = await run_in_threadpool(_status, rt, tenant_id, turn_id)
-            if status["status"] in ENDED or time.monotonic() >= deadline:
-                return status
-            await asyncio.sleep(0.2)
+        return await _until_ended(rt, tenant_id, turn_id, wait_s)
 
     @server.tool(description="A turn's status, and its answer once it is done.")
-    async def turn_status(turn_id: str, ctx: Context) -> dict[str, Any]:
+    async def turn_status(turn_id: str, ctx: Context) -> TurnAnswer:
         tenant_id = await _tenant(ctx)
         try:
             tid = uuid.UUID(turn_id)

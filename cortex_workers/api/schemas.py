@@ -385,7 +385,7 @@ class MessageOut(BaseModel):
     created_at: datetime
     rolled_back: bool = False
     images: list[str] | None = None
-    """A user message's images (their URLs), when it has any."""
+    """A user message's images (their URLs), or those a tool result passed on, when it has any."""
 
 
 class MessagesPage(BaseModel):

@@ -4,9 +4,10 @@ A tool's name here is the server's `tool_prefix` (default `<server>_`) and its o
 to fit every provider's rule. Its `read_only` and `idempotent` come from the tool's
 annotations (`readOnlyHint`, `idempotentHint`) unless the operator's settings say otherwise.
 Results: text blocks joined, `structuredContent` as `structured`, resource links and embedded
-resources by uri, images and audio described by type (providers take tool images
-differently; docs/mcp.md). An `isError` result raises `ToolFailed`, which the model reads as
-an error result.
+resources by uri, images and audio described by type in `media`; the images themselves are
+passed on beside the result (`WithImages`), to be sent to the model where the provider takes
+them (docs/mcp.md). An `isError` result raises `ToolFailed`, which the model reads as an
+error result.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ..mcp_settings import McpServerSettings
 from ..messages import JsonObject
 from ..tools.idempotency import MCP_META_KEY
 from ..tools.registry import Tool
-from ..tools.results import ProposalRequest, ToolContext, ToolFailed
+from ..tools.results import ProposalRequest, ToolContext, ToolFailed, ToolImage, WithImages
 from ..vocabulary import ToolSeverity
 from .connection import McpServer
 
@@ -118,6 +119,7 @@ def to_result(result: CallToolResult) -> Any:
     texts: list[str] = []
     links: list[JsonValue] = []
     media: list[JsonValue] = []
+    images: list[ToolImage] = []
     for block in result.content:
         match block:
             case TextContent(text=text):
@@ -127,7 +129,10 @@ def to_result(result: CallToolResult) -> Any:
             case EmbeddedResource(resource=resource):
                 body = getattr(resource, "text", None)
                 links.append({"uri": str(resource.uri), **({"text": body} if body else {})})
-            case ImageContent(mime_type=mime) | AudioContent(mime_type=mime):
+            case ImageContent(mime_type=mime, data=data):
+                media.append({"type": block.type, "mime_type": mime})
+                images.append(ToolImage(mime, data))
+            case AudioContent(mime_type=mime):
                 media.append({"type": block.type, "mime_type": mime})
     text = "\n".join(texts)
     if result.is_error:
@@ -141,4 +146,4 @@ def to_result(result: CallToolResult) -> Any:
         out["resources"] = links
     if media:
         out["media"] = media
-    return out
+    return WithImages(out, tuple(images)) if images else out

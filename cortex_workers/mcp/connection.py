@@ -4,6 +4,11 @@ Every process has one event loop thread for MCP (`McpLoop`); tool calls, which r
 tools worker's threads, wait on it. A streamable HTTP server gets a new client per request
 (the protocol is stateless; the SSRF guard checks its host each time). A stdio server is one
 process per worker process, kept open and started again when it dies.
+
+A server's `notifications/tools/list_changed` calls `on_tools_changed`: a stdio server sends
+it on its open connection; a streamable HTTP server (protocol 2026-07-28) on the
+`subscriptions/listen` stream `watch` keeps open, opened again when it drops. An HTTP server
+that speaks an older version, or does not notify, is read on the schedule only.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ from urllib.parse import urlsplit
 
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.subscriptions import ToolsListChanged
 from mcp_types import CallToolResult, Tool
 
 from ..mcp_settings import McpServerSettings
@@ -29,6 +36,8 @@ from ..tools.http_guard import BlockedAddress, resolve_checked
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+WATCH_RETRY_S = 5.0
+"""How soon a dropped (or refused) `subscriptions/listen` stream is opened again."""
 
 
 class McpLoop:
@@ -39,6 +48,10 @@ class McpLoop:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp", daemon=True)
         self._thread.start()
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run `coro` on the loop in the background (until it returns or the process ends)."""
+        asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
         """Run `coro` on the loop; TimeoutError after `timeout` seconds (it is cancelled)."""
@@ -58,6 +71,43 @@ class McpServer:
         self._stdio: _StdioHolder | None = None
         self._lock = threading.Lock()
         self.on_tools_changed: Callable[[], None] | None = None
+        self._watching = False
+
+    def watch(self, stopped: threading.Event) -> None:
+        """For an HTTP server: keep a `subscriptions/listen` stream of its tool list changes
+        open (each change calls `on_tools_changed`), until `stopped` is set."""
+        if self.config.url is not None and not self._watching:
+            self._watching = True
+            self._loop.spawn(self._watch(stopped))
+
+    async def _watch(self, stopped: threading.Event) -> None:
+        while not stopped.is_set():
+            listening = asyncio.ensure_future(self._http(self._listen))
+            while not listening.done():  # closed when the process's sources are replaced
+                await asyncio.wait({listening}, timeout=1.0)
+                if stopped.is_set():
+                    listening.cancel()
+            try:
+                if not await listening:
+                    return  # the server does not notify: the schedule reads it
+            except asyncio.CancelledError:
+                return
+            except ListenNotSupportedError:
+                log.info("MCP server %s: no subscriptions/listen, read on schedule", self.name)
+                return
+            except Exception as exc:  # down, refused, dropped: listen again a little later
+                log.debug("MCP server %s: listen stream ended: %s", self.name, _reason(exc))
+            await asyncio.sleep(WATCH_RETRY_S)
+
+    async def _listen(self, client: Client) -> bool:
+        """Follow the stream until it ends; False when the server will not send the change."""
+        async with client.listen(tools_list_changed=True) as events:
+            if not events.honored.tools_list_changed:
+                return False
+            async for event in events:
+                if isinstance(event, ToolsListChanged) and self.on_tools_changed is not None:
+                    await asyncio.to_thread(self.on_tools_changed)
+        return True
 
     def list_tools(self) -> list[Tool]:
         """Every tool the server lists (all pages)."""

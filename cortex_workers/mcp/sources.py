@@ -1,7 +1,9 @@
 """Discovery: each configured MCP server's tools in a process's tool registry (docs/mcp.md).
 
 `attach` reads every server's tool list once (in parallel, each bounded by its `timeout`),
-then again every `refresh_s` and whenever a stdio server says its list changed. A server
+then again every `refresh_s` (the server's own, else `[mcp] refresh_s`) and whenever a
+server says its list changed (on a stdio server's connection, or on the `subscriptions/listen`
+stream kept open to an HTTP server). A server
 that cannot be reached has no tools in the registry, and its reason is reported by
 GET /v1/tools; a session that enabled its tools goes on without them. With no server
 configured nothing is started.
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -45,7 +48,7 @@ class McpSources:
         try:
             tools = adapt(server, server.list_tools())
         except Exception as exc:  # a server that is down must not stop the process
-            if self._stop.is_set() or "after shutdown" in str(exc):  # the process is ending
+            if self._stop.is_set() or "shutdown" in str(exc):  # the process is ending
                 return
             reason = _reason(exc)
             if self.unavailable.get(name) != reason:
@@ -59,12 +62,20 @@ class McpSources:
         if self.unavailable.pop(name, None) is not None:
             log.info("MCP server %s available again (%d tools)", name, len(tools))
 
-    def refresh_all(self) -> None:
+    def refresh_all(self, names: list[str] | None = None) -> None:
+        """Read the tool lists of `names` (all servers when None) again, in parallel."""
+        names = list(self.servers) if names is None else names
+        if not names:
+            return
         try:
-            with ThreadPoolExecutor(max_workers=min(8, len(self.servers))) as pool:
-                list(pool.map(self.refresh, self.servers))
+            with ThreadPoolExecutor(max_workers=min(8, len(names))) as pool:
+                list(pool.map(self.refresh, names))
         except RuntimeError:  # the interpreter is shutting down
             self._stop.set()
+
+    def _interval(self, name: str) -> float:
+        own = self.servers[name].config.refresh_s
+        return self.settings.refresh_s if own is None else own
 
     def unavailable_tools(self) -> set[str]:
         """The names of the tools last seen on the servers that are down now."""
@@ -96,11 +107,19 @@ class McpSources:
         return McpToolCall(self.servers[server], tool, confirm=False).send(arguments, key=key)
 
     def _refresher(self) -> None:
-        while not self._stop.wait(self.settings.refresh_s):
-            self.refresh_all()
+        """Each server read again when its interval has passed since its last reading."""
+        tick = min(self._interval(n) for n in self.servers)
+        due = {n: time.monotonic() + self._interval(n) for n in self.servers}
+        while not self._stop.wait(tick):
+            now = time.monotonic()
+            names = [n for n, at in due.items() if at <= now]
+            self.refresh_all(names)
+            due.update({n: time.monotonic() + self._interval(n) for n in names})
 
     def start(self) -> McpSources:
         self.refresh_all()
+        for server in self.servers.values():
+            server.watch(self._stop)
         threading.Thread(target=self._refresher, name="mcp-refresh", daemon=True).start()
         return self
 

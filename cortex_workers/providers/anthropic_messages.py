@@ -71,18 +71,22 @@ def _blocks(m: Message, tool_ids: set[str]) -> list[dict[str, Any]]:
         ]
         return blocks
     if m.role == "tool":
+        images = [image_block(url) for url in m.images]
         if m.tool_call_id in tool_ids:
-            result = {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}
+            # a result with images holds them: its content is then a list of blocks
+            body: Any = [{"type": "text", "text": m.content}, *images] if images else m.content
+            result = {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": body}
             return [{**result, "is_error": m.is_error}]
         # Its call fell out of the context window: the API would reject a bare tool_result.
         label = "error" if m.is_error else "result"
-        return [{"type": "text", "text": f"[tool {label} of {m.name or 'a tool'}]\n{m.content}"}]
+        text = f"[tool {label} of {m.name or 'a tool'}]\n{m.content}"
+        return [{"type": "text", "text": text}, *images]
     blocks = [{"type": "text", "text": m.content}] if m.content else []
     return blocks + [image_block(url) for url in m.images]
 
 
 def image_block(url: str) -> dict[str, Any]:
-    """An image of a user message: a `data:` URL as base64, else by URL."""
+    """An image of a user message or a tool result: a `data:` URL as base64, else by URL."""
     if url.startswith("data:"):
         header, _, data = url.partition(",")
         media_type = header.removeprefix("data:").split(";", 1)[0]

@@ -62,9 +62,18 @@ _FINISH_REASONS: Mapping[str, Literal["stop", "tool_calls", "length"]] = {
 
 
 def to_openai_messages(messages: tuple[Message, ...]) -> list[ChatCompletionMessageParam]:
-    """Our messages as Chat Completions messages (tool results carry their `tool_call_id`)."""
+    """Our messages as Chat Completions messages (tool results carry their `tool_call_id`).
+
+    A `tool` message holds text only: the images of a batch's tool results follow its last
+    result, as a user message of image parts that names the results they come from."""
     out: list[ChatCompletionMessageParam] = []
+    shown: list[Message] = []  # the current batch's results with images
     for m in messages:
+        if shown and m.role != "tool":
+            out.append(_tool_images(shown))
+            shown = []
+        if m.role == "tool" and m.images:
+            shown.append(m)
         if m.role == "system":
             out.append({"role": "system", "content": m.content})
         elif m.role == "user" and m.images:
@@ -91,7 +100,19 @@ def to_openai_messages(messages: tuple[Message, ...]) -> list[ChatCompletionMess
         else:
             content = f"ERROR: {m.content}" if m.is_error else m.content
             out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": content})
+    if shown:
+        out.append(_tool_images(shown))
     return out
+
+
+def _tool_images(results: list[Message]) -> ChatCompletionMessageParam:
+    """The images of tool results, as the user message that follows them."""
+    parts: list[ChatCompletionContentPartParam] = []
+    for m in results:
+        text = f"The images of the result of {m.name or 'a tool'} ({m.tool_call_id}):"
+        parts.append({"type": "text", "text": text})
+        parts += [{"type": "image_url", "image_url": {"url": url}} for url in m.images]
+    return {"role": "user", "content": parts}
 
 
 def to_openai_tools(tools: tuple[ToolSpec, ...]) -> list[ChatCompletionFunctionToolParam]:

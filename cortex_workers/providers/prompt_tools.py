@@ -92,19 +92,22 @@ def rewrite_messages(
     messages: tuple[Message, ...], tools: tuple[ToolSpec, ...]
 ) -> tuple[Message, ...]:
     """The context for a model without tool calling: protocol after the leading system messages,
-    calls rendered as blocks, consecutive tool results merged into one user message."""
+    calls rendered as blocks, consecutive tool results merged into one user message (with
+    their images)."""
     lead = 0
     while lead < len(messages) and messages[lead].role == "system":
         lead += 1
     out = list(messages[:lead]) + [Message(role="system", content=protocol_message(tools))]
     results: list[str] = []
+    images: tuple[str, ...] = ()
     for m in messages[lead:]:
         if m.role == "tool":
             results.append(render_result(m))
+            images += m.images
             continue
         if results:
-            out.append(Message(role="user", content="\n".join(results)))
-            results = []
+            out.append(Message(role="user", content="\n".join(results), images=images))
+            results, images = [], ()
         if m.role == "assistant" and m.tool_calls:
             blocks = "\n".join(render_call(c) for c in m.tool_calls)
             content = f"{m.content}\n{blocks}" if m.content else blocks
@@ -112,7 +115,7 @@ def rewrite_messages(
         else:
             out.append(m)
     if results:
-        out.append(Message(role="user", content="\n".join(results)))
+        out.append(Message(role="user", content="\n".join(results), images=images))
     return tuple(out)
 
 

@@ -112,6 +112,7 @@ def tool_params(done: ToolDone) -> Params:
         "error_kind": done.error_kind,
         "latency_ms": done.latency_ms,
         "message_id": uuid.uuid4(),
+        "images": Jsonb(list(done.images)) if done.images else None,
         "audit_input": Jsonb(storable_json(dict(done.audit_input))),
         "audit_output": Jsonb(storable_json(dict(done.audit_output))),
     }

@@ -300,9 +300,9 @@ def _result_rows(s: Statement) -> None:
     s.add(
         "msg",
         "INSERT INTO messages (id, session_id, turn_id, step_id, role, content, tool_call_id, "
-        "name, is_error, seq) SELECT :message_id, :session, :turn, :step, 'tool', :content, "
-        ":call_id, :name, :is_error, cnt.last_message_seq FROM cnt ON CONFLICT DO NOTHING "
-        "RETURNING id",
+        "name, is_error, images, seq) SELECT :message_id, :session, :turn, :step, 'tool', "
+        ":content, :call_id, :name, :is_error, CAST(:images AS JSONB), cnt.last_message_seq "
+        "FROM cnt ON CONFLICT DO NOTHING RETURNING id",
     )
     s.add(
         "aud",

@@ -128,6 +128,8 @@ class ToolDone:
     audit_input: Mapping[str, Any]
     audit_output: Mapping[str, Any]
     proposal: NewProposal | None = None
+    images: tuple[str, ...] = ()
+    """Images passed on with the result (`data:` URLs), stored on its `tool` message."""
 
 
 Ending = Reply | Release | FailTurn | ToolDone | None

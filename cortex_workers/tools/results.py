@@ -7,6 +7,7 @@
 - `ToolContext`: who is calling (session, turn, call), the call's idempotency key and the
   decoded cursor, for tools that ask (and, through `current_call`, for any tool).
 - `ToolFailed`: the tool itself reported a failure (an MCP `isError` result).
+- `WithImages`: a result and the images that come with it (an MCP tool's `ImageContent`).
 """
 
 from __future__ import annotations
@@ -77,3 +78,21 @@ class ProposalRequest:
     params: JsonObject = field(default_factory=dict)
     blast_radius: str | None = None
     reversible: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolImage:
+    """An image a tool returned: its type (`image/png`, …) and its bytes in base64."""
+
+    mime_type: str
+    data: str
+
+
+@dataclass(frozen=True, slots=True)
+class WithImages:
+    """A result and its images. `value` is what the model reads, capped as any result; the
+    images are passed to the model beside it, where the provider takes them, each within the
+    limits of a user's images (`image_max_bytes`, `images_per_message`); docs/mcp.md."""
+
+    value: object
+    images: tuple[ToolImage, ...]

@@ -15,6 +15,7 @@ severity tells a UI how to colour it: none, gray, yellow, red):
 | the tool reported a failure (MCP isError)| yes     | `error: …`                   | error    |
 | may have run before a takeover          | yes      | `outcome unknown: …`         | error    |
 | result over the cap                     | no       | `{…, "truncated": true}`     | info     |
+| an image over the limits (WithImages)   | no       | `{…, "images_omitted": […]}` | ok       |
 | the tool raised (a bug)                 | yes      | `internal error`             | error    |
 
 Calls run in a daemon thread; Python cannot kill a thread, so a call past its deadline is
@@ -43,7 +44,16 @@ from .capping import cap_result
 from .cursors import CursorError, open_cursor, seal_cursor
 from .http_guard import BlockedAddress, ResponseTooLarge
 from .registry import Tool, ToolRegistry
-from .results import Page, ProposalRequest, ToolContext, ToolFailed, UpstreamError, current_call
+from .results import (
+    Page,
+    ProposalRequest,
+    ToolContext,
+    ToolFailed,
+    ToolImage,
+    UpstreamError,
+    WithImages,
+    current_call,
+)
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +84,8 @@ class ToolOutcome:
     """None on success."""
     effect: ProposalRequest | None = None
     """A proposal to record (propose_action); `content` is then filled in by the caller."""
+    images: tuple[str, ...] = ()
+    """The result's images, as `data:` URLs (a `WithImages` result), beside `content`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +96,9 @@ class Limits:
     max_timeout_s: float = 300.0
     progress_after_s: float = 30.0
     output_cap: int = 64 * 1024
+    image_max_bytes: int = 5 * 1024 * 1024
+    """The largest image a result may pass on (decoded); a larger one is left out."""
+    images_per_result: int = 8
 
 
 class _Refusal(Exception):
@@ -129,7 +144,11 @@ def run_call(
             progress_after=limits.progress_after_s,
             on_progress=on_progress,
         )
+        images: tuple[str, ...] = ()
+        if isinstance(result, WithImages):
+            result, images = _images(result, limits)
         outcome = _shape(tool, result, ctx, cursor_key, cap=tool.output_cap or limits.output_cap)
+        outcome = replace(outcome, images=images)
         if slow and outcome.severity == ToolSeverity.OK:
             outcome = replace(outcome, severity=ToolSeverity.WARNING)
     except _Refusal as refusal:
@@ -277,6 +296,34 @@ def _shape(
         raise _Refusal("internal error", error="internal", severity=ToolSeverity.ERROR) from None
     severity = ToolSeverity.INFO if truncated else ToolSeverity.OK
     return ToolOutcome(content, False, truncated, 0, severity)
+
+
+def _images(result: WithImages, limits: Limits) -> tuple[Any, tuple[str, ...]]:
+    """The value the model reads and the images passed on as `data:` URLs; an image that is
+    not one, is too large or is one too many is left out, and the value says so."""
+    kept: list[str] = []
+    omitted: list[JsonObject] = []
+    for image in result.images:
+        size = len(image.data) // 4 * 3
+        reason = _image_refused(image, size, limits, kept=len(kept))
+        if reason is None:
+            kept.append(f"data:{image.mime_type};base64,{image.data}")
+        else:
+            omitted.append({"mime_type": image.mime_type, "reason": reason})
+    value = result.value
+    if omitted:
+        value = {**value, "images_omitted": omitted} if isinstance(value, dict) else value
+    return value, tuple(kept)
+
+
+def _image_refused(image: ToolImage, size: int, limits: Limits, *, kept: int) -> str | None:
+    if not image.mime_type.startswith("image/") or not image.data:
+        return "not an image"
+    if size > limits.image_max_bytes:
+        return f"larger than image_max_bytes ({limits.image_max_bytes})"
+    if kept >= limits.images_per_result:
+        return f"more than images_per_message ({limits.images_per_result})"
+    return None
 
 
 def _duration(seconds: float) -> str:

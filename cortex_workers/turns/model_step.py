@@ -12,6 +12,7 @@ import uuid
 
 from opentelemetry.trace import get_current_span
 
+from ..agents import agent_tool_name
 from ..errors import RetryableError, TerminalError
 from ..messages import (
     AssistantMessage,
@@ -20,6 +21,7 @@ from ..messages import (
     ModelRequest,
     StepRestart,
     Token,
+    ToolCall,
     ToolCallRequested,
     ToolResultReady,
 )
@@ -44,6 +46,7 @@ from .guards.route import CallPlan, plan_call, rerouted
 from .leases import Lease, keeper
 from .liveness import holder
 from .observe import StepOutcome, count_step, step_scope
+from .options import AgentCall
 from .outcome import Abandon, Commit, Defer, Fail, Outcome, Retry
 from .step_plan import StepPlan
 from .step_record import StepRecord
@@ -109,6 +112,8 @@ def _run(
         attempt=claim.attempt,
         result_schema=asked.result_schema,
     )
+    if asked.agent_call is not None:
+        return _agent_call(rt, claim, ctx, plan, route, asked.agent_call)
     if ctx.depth > rt.settings.max_depth:
         return _depth_notice(rt, claim, ctx, plan, record, route)
     try:  # the route, the mode and redaction (which fails closed: nothing is sent)
@@ -203,6 +208,29 @@ def _depth_notice(
     if not _emit_answer(stream, claim, completion):
         return Abandon()
     return Commit(completion, route, 0, depth_exceeded=True)
+
+
+def _agent_call(
+    rt: Runtime, claim: Claim, ctx: ModelContext, plan: StepPlan, route: Route, call: AgentCall
+) -> Outcome:
+    """A turn that runs one agent (`turns.options.AgentCall`), with no model call: its first
+    step calls the agent's tool, the next answers with the agent's result (or the turn fails
+    with its error)."""
+    tool = agent_tool_name(call.agent)
+    ended = [c for c in plan.batch if c["name"] == tool and c["status"] == ToolCallStatus.DONE]
+    if ended and ended[0]["is_error"]:
+        return Fail("agent_error", ended[0]["result"] or f"the {call.agent} agent failed")
+    if ended:
+        completion = Completion(text=ended[0]["result"] or "")
+    elif ctx.depth > 1:
+        return Fail("agent_error", f"the {call.agent} agent's call has no result")
+    else:
+        asked = ToolCall(f"call_{claim.turn_id.hex}", tool, dict(call.arguments))
+        completion = Completion(tool_calls=[asked])
+    stream = _open_stream(rt, claim, ctx, plan)
+    if not _emit_answer(stream, claim, completion):
+        return Abandon()
+    return Commit(completion, route, 0)
 
 
 def _review(

@@ -38,6 +38,16 @@ class ClientTool(BaseModel):
         return ToolSpec(self.name, self.description, self.parameters)
 
 
+class AgentCall(BaseModel):
+    """A turn that runs one agent with these arguments instead of asking a model: its first
+    model step calls `<agent>_agent`, its second answers with the agent's result (an MCP
+    client calling the agent's tool on `/mcp`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    agent: Annotated[str, Field(min_length=1, max_length=58)]
+    arguments: JsonObject
+
+
 class TurnOptions(BaseModel):
     """A turn's own settings for its model calls (a field left at None: the session's)."""
 
@@ -47,6 +57,7 @@ class TurnOptions(BaseModel):
     result_schema: JsonObject | None = None
     """A JSON Schema the answer must follow (structured output, as a job's `result_schema`)."""
     client_tools: tuple[ClientTool, ...] = ()
+    agent_call: AgentCall | None = None
     images: tuple[str, ...] = ()
     """The images of the turn's user message (stored with the message; the model step's
     claim reads the options without them)."""

@@ -79,6 +79,8 @@ def limits(rt: Runtime) -> Limits:
         max_timeout_s=s.tool_max_timeout_s,
         progress_after_s=s.tool_progress_after_s,
         output_cap=s.tool_output_cap,
+        image_max_bytes=s.image_max_bytes,
+        images_per_result=s.images_per_message,
     )
 
 
@@ -300,9 +302,11 @@ def _result(call: _Call, outcome: ToolOutcome, proposal: NewProposal | None) -> 
         severity=outcome.severity,
         error_kind=outcome.error,
         latency_ms=outcome.latency_ms,
+        images=outcome.images,
         audit_input={"arguments": call.view.arguments},
         audit_output={
             "chars": len(outcome.content),
+            **({"images": len(outcome.images)} if outcome.images else {}),
             "truncated": outcome.truncated,
             "severity": outcome.severity,
             "error": outcome.error,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from mcp_support import McpHttpServer, wait_until_served
-from support import Api
+from support import Api, wait_until
 
 
 @pytest.fixture(scope="session")
@@ -20,8 +20,16 @@ def mcp_http(workers: object) -> Iterator[McpHttpServer]:
 
 @pytest.fixture
 def served(mcp_http: McpHttpServer, client: Api) -> McpHttpServer:
-    """The HTTP server up (started again if a test stopped it) and known to the workers."""
+    """The HTTP server up (started again if a test stopped it) and known to the workers and
+    to the API (each process reads it on its own schedule)."""
     if mcp_http.proc is None or mcp_http.proc.poll() is not None:
         mcp_http.start()
     wait_until_served(client)
+    wait_until(
+        lambda: any(
+            t["name"] == "weather_forecast" for t in client.http.get("/v1/tools").json()["tools"]
+        ),
+        timeout=60,
+        what="the API discovering the MCP HTTP server",
+    )
     return mcp_http

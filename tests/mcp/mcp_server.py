@@ -8,7 +8,10 @@ import json
 import os
 import sys
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
+
+CHART_PNG = b"\x89PNG\r\n\x1a\n" + b"a chart of the week" * 4
+"""The bytes of the image `chart` returns."""
 
 
 def _log(tool: str, ctx: Context, **data: object) -> None:
@@ -33,6 +36,19 @@ def build(flavour: str) -> MCPServer:
     def add(a: int, b: int, ctx: Context) -> dict[str, int]:
         _log("add", ctx, a=a, b=b)
         return {"sum": a + b}
+
+    @server.tool(description="A chart of a city's week, as an image.", structured_output=False)
+    def chart(city: str, ctx: Context) -> list[object]:
+        return [f"the week in {city}", Image(data=CHART_PNG, format="png")]
+
+    @server.tool(description="Adds the tool `grown_<name>` and says the tool list changed.")
+    async def grow(name: str, ctx: Context) -> str:
+        def grown() -> str:
+            return f"grown {name}"
+
+        server.add_tool(grown, name=f"grown_{name}", description="Added at run time.")
+        await ctx.notify_tools_changed()
+        return f"added grown_{name}"
 
     @server.tool(description="Always fails.")
     def explode(ctx: Context) -> str:

@@ -22,5 +22,9 @@ def test_the_configuration_example_is_valid() -> None:
 
 def test_the_mcp_page_example_runs(api: Api, tenant_key: str) -> None:
     page, printed = run_example("mcp.md", api, tenant_key)
-    assert printed == ["tools: ask list_sessions turn_status", "answer: done hello over MCP"]
-    assert f"`{printed[0]}`, then `{printed[1]}`" in page
+    tools, agents, answer = printed
+    assert tools == "tools: ask list_sessions turn_status"
+    assert agents.startswith("agents: ") and "research_agent" in agents.split()  # every card
+    assert answer == "answer: done hello over MCP"
+    assert f"`{tools}`, then the agents' tools (`agents: research_agent` with" in page
+    assert f"then `{answer}`" in page

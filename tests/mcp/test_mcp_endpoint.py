@@ -73,3 +73,42 @@ def test_a_call_that_takes_long_returns_the_turn_and_is_polled_to_completion(
 def test_mcp_without_a_key_is_refused(api: Api) -> None:
     r = httpx.post(f"{api.base_url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+
+
+def test_each_agent_card_is_a_tool_and_calling_it_runs_the_agent(
+    client: Api, api: Api, tenant_key: str
+) -> None:
+    cards = {a["name"]: a for a in client.http.get("/v1/agents").json()["agents"]}
+
+    async def use(mcp: Client) -> tuple[dict[str, Any], list[Any]]:
+        tools = {t.name: t for t in (await mcp.list_tools()).tools}
+        results = [
+            await mcp.call_tool("lookup_agent", {"task": "the moon"}),  # python, on `agents`
+            await mcp.call_tool("math_agent", {"task": "six times seven"}),  # llm: a sub-agent
+            await mcp.call_tool("broken_agent", {"task": "anything"}),  # background, failing
+            await mcp.call_tool("lookup_agent", {"topic": "no task"}),  # not the card's schema
+        ]
+        return tools, results
+
+    tools, (lookup, math, broken, invalid) = _with_client(api, tenant_key, use)
+    assert {f"{name}_agent" for name in cards} <= set(tools)
+    assert tools["sleepy_agent"].input_schema == cards["sleepy"]["input_schema"]
+    assert tools["lookup_agent"].input_schema["required"] == ["task"]
+    assert "Looks a fact up at once." in (tools["lookup_agent"].description or "")
+
+    answer = _data(lookup)
+    assert answer["status"] == "done", answer
+    assert json.loads(answer["answer"])["answer"] == "lookup of the moon"
+    assert _data(math)["answer"] == "The product is 42, checked with the calculator."
+
+    assert broken.is_error, broken  # the agent ran (in the foreground) and its failure shows
+    failed = dict(broken.structured_content or {})
+    assert failed["status"] == "failed" and "archive is unreachable" in str(failed["error"])
+
+    assert invalid.is_error and "invalid arguments for lookup_agent" in invalid.content[0].text
+
+    # the agent ran in a session of the caller's own, visible like any other
+    session = client.http.get(f"/v1/sessions/{answer['session_id']}").json()
+    assert session["agents"] == ["lookup"], session
+    (task,) = client.http.get(f"/v1/sessions/{answer['session_id']}/tasks").json()
+    assert task["agent"] == "lookup" and task["status"] == "completed", task

@@ -3,9 +3,11 @@ SDK on loopback: one over streamable HTTP, one over stdio (tests/mcp/mcp_server.
 
 from __future__ import annotations
 
+import base64
 import json
+import uuid
 
-from mcp_support import McpHttpServer, call_once, calls, tool_result
+from mcp_support import CHART_PNG, McpHttpServer, call_once, calls, grow, tool_result
 from support import Api, wait_until
 
 
@@ -95,3 +97,60 @@ def test_a_stopped_server_gives_an_is_error_result_and_the_turn_ends_done(
     sid = client.scripted_session({"text": "fine without it"}, tools=["weather_forecast"])
     turn = client.wait_turn(client.submit(sid, "forecast?"), timeout=60)
     assert turn["status"] == "done" and turn["answer"] == "fine without it", turn
+
+
+def test_an_image_of_a_tool_result_is_passed_on_to_the_model(
+    client: Api, served: McpHttpServer
+) -> None:
+    sid = client.scripted_session(
+        {"tool_calls": [{"name": "weather_chart", "arguments": {"city": "Oslo"}}]},
+        {"echo_request": True},  # the answer: what the model was sent
+        tools=["weather.*"],
+    )
+    tid = client.submit(sid, "a chart?")
+    turn = client.wait_turn(tid, timeout=60)
+    assert turn["status"] == "done", turn
+    (result,) = tool_result(client, tid)
+    content = json.loads(str(result["content"]))  # what the model reads as the result
+    assert content == {
+        "text": "the week in Oslo",
+        "media": [{"type": "image", "mime_type": "image/png"}],
+    }
+    url = "data:image/png;base64," + base64.b64encode(CHART_PNG).decode()
+    sent = json.loads(turn["answer"])
+    assert sent["roles"][-1] == "tool" and sent["images"] == [url[:64]], sent
+    # stored with the result's `tool` message, so a later step of the session sends it too
+    history = client.http.get(f"/v1/sessions/{sid}/messages").json()
+    (tool,) = [m for m in history["messages"] if m["role"] == "tool"]
+    assert tool["images"] == [url], tool
+
+
+def test_a_tool_list_change_over_http_is_seen_without_waiting_for_the_schedule(
+    client: Api, served: McpHttpServer
+) -> None:
+    """`notify` is read on a schedule of an hour: its new tools show in time only because the
+    server's `notifications/tools/list_changed` reaches every process (on its listen stream)."""
+    grown: list[str] = []
+
+    def listed() -> list[str]:
+        # a change sent before a process's stream is open is not replayed: grow again
+        grown.append(f"t{uuid.uuid4().hex[:8]}")
+        grow(grown[-1])
+        tools = {t["name"]: t for t in client.http.get("/v1/tools").json()["tools"]}
+        seen = [n for n in grown if f"notify_grown_{n}" in tools]
+        assert all(tools[f"notify_grown_{n}"]["source"] == "mcp:notify" for n in seen)
+        return seen
+
+    seen = wait_until(listed, timeout=60, interval=1, what="the API reading the changed list")
+    newest = f"notify_grown_{seen[-1]}"
+
+    def called() -> bool:  # the tools worker's registry too
+        sid = client.scripted_session(
+            {"tool_calls": [{"name": newest, "arguments": {}}]}, {"text": "ok"}, tools=[newest]
+        )
+        tid = client.submit(sid, "grown?")
+        assert client.wait_turn(tid, timeout=60)["status"] == "done"
+        (result,) = tool_result(client, tid)
+        return not result["is_error"] and f"grown {seen[-1]}" in str(result["content"])
+
+    wait_until(called, timeout=60, interval=1, what="the tools worker calling the new tool")

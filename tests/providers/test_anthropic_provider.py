@@ -611,3 +611,39 @@ def test_retry_after_accepts_seconds_and_http_dates() -> None:
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0
     assert parse_retry_after("soon") is None
     assert parse_retry_after(None) is None
+
+
+def test_a_tool_result_with_images_holds_them_as_image_blocks(
+    fake: FakeAnthropic, provider: AnthropicProvider
+) -> None:
+    png = "data:image/png;base64,iVBORw0KGgo="
+    request = ask(
+        "a chart, please",
+        Message("assistant", "", tool_calls=(ToolCall("toolu_c", "chart", {"city": "Oslo"}),)),
+        Message("tool", "a chart", tool_call_id="toolu_c", name="chart", images=(png,)),
+    )
+
+    run(provider, request)
+
+    [received] = fake.requests_for("a chart, please")
+    assert received.body["messages"][-1] == {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_c",
+                "content": [
+                    {"type": "text", "text": "a chart"},
+                    {
+                        "type": "image",
+                        "source": {
+                            "type": "base64",
+                            "media_type": "image/png",
+                            "data": "iVBORw0KGgo=",
+                        },
+                    },
+                ],
+                "is_error": False,
+            }
+        ],
+    }

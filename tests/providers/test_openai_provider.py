@@ -648,3 +648,39 @@ def test_abandoning_a_stream_early_leaves_the_provider_usable(
 
     again = unique("after abandoning")
     assert collect(provider.stream(ask(again))).text == again
+
+
+def test_tool_result_images_follow_the_batch_as_a_user_message(
+    fake: FakeOpenAI, make: Callable[..., OpenAIChatProvider], kind: str
+) -> None:
+    key = unique("a chart")
+    png = "data:image/png;base64,iVBORw0KGgo="
+    messages = (
+        Message("user", key),
+        Message(
+            "assistant",
+            "",
+            tool_calls=(
+                ToolCall("call_1", "chart", {"city": "Oslo"}),
+                ToolCall("call_2", "get_weather", {"city": "Oslo"}),
+            ),
+        ),
+        Message("tool", "a chart", tool_call_id="call_1", name="chart", images=(png,)),
+        Message("tool", "12°C", tool_call_id="call_2", name="get_weather"),
+    )
+
+    collect(make().stream(ModelRequest(model="gpt-4.1", messages=messages, tools=(WEATHER,))))
+
+    [sent] = fake.requests_for(key)
+    # a tool message holds text only: every result of the batch first, then the images
+    assert sent.body["messages"][2:] == [
+        {"role": "tool", "tool_call_id": "call_1", "content": "a chart"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "12°C"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "The images of the result of chart (call_1):"},
+                {"type": "image_url", "image_url": {"url": png}},
+            ],
+        },
+    ]

@@ -155,3 +155,34 @@ def test_no_tool_runs_past_the_global_ceiling_whatever_it_asks(registry: ToolReg
     )
     hold.set()
     assert outcome.error == "timeout"
+
+
+def test_a_results_images_pass_on_beside_the_capped_value_within_the_image_limits() -> None:
+    from cortex_workers.tools.results import ToolImage, WithImages
+
+    small, large = ToolImage("image/png", "iVBORw0KGgo="), ToolImage("image/png", "A" * 4000)
+    answer = WithImages(
+        {"text": "x" * 100_000, "media": [{"type": "image"}] * 4},
+        (small, large, ToolImage("audio/wav", "UklGRg=="), small, small),
+    )
+    registry = ToolRegistry()
+    registry.register(Tool("charts", "images", OBJECT, lambda: answer))
+    outcome = run_call(
+        registry,
+        "charts",
+        {},
+        allowed=None,
+        cursor_key=KEY,
+        limits=Limits(output_cap=4096, image_max_bytes=1000, images_per_result=2),
+        ctx=ToolContext(session_id="s", session_name="n", turn_id="t", call_id="c"),
+    )
+    assert not outcome.is_error
+    # the images do not count against the cap, which still holds for what the model reads
+    assert outcome.truncated and len(outcome.content.encode()) <= 4096
+    assert outcome.images == ("data:image/png;base64,iVBORw0KGgo=",) * 2
+    omitted = json.loads(outcome.content)["images_omitted"]
+    assert [o["reason"] for o in omitted] == [
+        "larger than image_max_bytes (1000)",
+        "not an image",
+        "more than images_per_message (2)",
+    ]

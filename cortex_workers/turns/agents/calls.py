@@ -30,6 +30,10 @@ from ...vocabulary import AgentMode, StepKind, TaskStatus, TimelineKind, ToolSev
 from ..steps import AgentTaskRef, NextStep, Publish
 from .results import agent_result, announce_task, result_text, store_call_result
 
+ONE_CALL = "agent_call"
+"""The metadata key of a session made to run one agent for an MCP client (`/mcp`): its call
+runs in the foreground whatever the card's mode, since the client waits for (or polls) the
+turn, whose answer is the agent's."""
 HOLD_SLACK_S = 60.0
 """A foreground call's tool step stays leased this long past its task's deadline (the
 reconciler ends the task at its deadline)."""
@@ -73,12 +77,14 @@ def start_call(rt: Runtime, call: AgentCall) -> list[Publish]:
     with transaction(rt.db) as db:
         session = repo.get_session(db, call.session_id, lock=True)  # the lock comes first
         offered = session.agents if session is not None else None
+        one_call = session is not None and (session.metadata_ or {}).get(ONE_CALL) == card.name
         problem = _not_offered(card, offered) or _input_problem(card, call.arguments)
         if problem is not None:
             stored = store_call_result(db, call.step, call.result(problem, is_error=True))
             _emit_result(rt, call, problem, is_error=True, stored=stored is not None)
             return list(stored or [])
-        task, created = agent_tasks.create(db, _new_task(call, card))
+        mode = AgentMode.FOREGROUND if one_call else card.mode
+        task, created = agent_tasks.create(db, _new_task(call, card, mode))
         if created and isinstance(card, LlmCard):
             publish += _start_child(rt, db, task, card)
         elif created:
@@ -168,7 +174,7 @@ def _input_problem(card: AgentCard, arguments: JsonObject) -> str | None:
     return None
 
 
-def _new_task(call: AgentCall, card: AgentCard) -> agent_tasks.NewTask:
+def _new_task(call: AgentCall, card: AgentCard, mode: AgentMode) -> agent_tasks.NewTask:
     return agent_tasks.NewTask(
         tenant_id=call.tenant_id,
         session_id=call.session_id,
@@ -180,7 +186,7 @@ def _new_task(call: AgentCall, card: AgentCard) -> agent_tasks.NewTask:
         model_step_no=call.model_step_no,
         agent=card.name,
         kind=card.kind.value,
-        mode=card.mode.value,
+        mode=mode.value,
         input=call.arguments,
         timeout_s=card.timeout_s,
     )
