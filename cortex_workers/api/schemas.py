@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     ValidationError,
-    ValidatorFunctionWrapHandler,
-    WrapValidator,
     field_validator,
     model_validator,
 )
@@ -34,8 +32,9 @@ from ..vocabulary import (
     TurnStatus,
 )
 from .checkpoint_schemas import ForkedFrom
+from .turn_content import MAX_TEXT as MAX_TEXT  # the longest text of a field, for every body
+from .turn_content import Content, ImagePart, TextPart
 
-MAX_TEXT = 200_000
 MAX_DEPTH = 32
 
 
@@ -208,57 +207,10 @@ class SessionOut(BaseModel):
     forked_from: ForkedFrom | None = None
 
 
-class TextPart(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    type: Literal["text"]
-    text: str = Field(max_length=MAX_TEXT)
-
-
-class ImagePart(BaseModel):
-    """An image: an `https:` URL, or a `data:image/…;base64,` URL (docs/api.md, "Images")."""
-
-    model_config = ConfigDict(extra="forbid")
-    type: Literal["image"]
-    url: str = Field(min_length=1)
-
-
-ContentPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
-TurnContent = (
-    Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
-    | Annotated[list[ContentPart], Field(min_length=1, max_length=64)]
-)
-
-
-def _one_content_error(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-    """One error for `content` (not one per member of the union), saying both forms."""
-    try:
-        parts = handler(value)
-    except ValidationError as exc:
-        if isinstance(value, str):
-            problem = str(exc.errors()[0]["msg"])
-        elif isinstance(value, list):
-            problem = str(exc.errors()[-1]["msg"])
-        else:
-            problem = f"got {type(value).__name__}"
-        raise ValueError(
-            "content is a non-empty string, or a list of parts "
-            '({"type": "text", "text"} or {"type": "image", "url"}): ' + problem
-        ) from None
-    if isinstance(parts, list):
-        text = "\n".join(p.text for p in parts if isinstance(p, TextPart))
-        if not text and not any(isinstance(p, ImagePart) for p in parts):
-            raise ValueError("content has no text and no image")
-        if len(text) > MAX_TEXT:
-            raise ValueError(f"content's text is longer than {MAX_TEXT} characters")
-    return parts
-
-
 class TurnCreate(StorableBody):
     """One user message; `if_busy` says what to do when the session is running another turn."""
 
-    content: Annotated[TurnContent, WrapValidator(_one_content_error)] = Field(
-        description="The message's text, or its parts: text and images."
-    )
+    content: Content = Field(description="The message's text, or its parts: text and images.")
     if_busy: IfBusy = "enqueue"
     user: str | None = Field(
         default=None,

@@ -37,7 +37,7 @@ from .models import (
     steps_table,
     turns_table,
 )
-from .replies import ToolCallDoc, WarningDoc
+from .replies import ToolCallDoc
 from .sql import Params
 
 # Statements of the hot path, built once (see `store.claims`): parameters bound by name
@@ -344,15 +344,6 @@ def end_turn(
         .values(**values)
         .returning(Turn)
     ).scalar_one_or_none()
-
-
-def add_turn_warnings(db: Db, turn_id: uuid.UUID, warnings: list[WarningDoc]) -> None:
-    """Append warnings (e.g. tools offered through the prompt), each recorded once."""
-    turn = db.get(Turn, turn_id)
-    if turn is None or not warnings:
-        return
-    current = list(turn.warnings or [])
-    turn.warnings = current + [w for w in warnings if w not in current]
 
 
 def sessions_needing_promotion(db: Db, *, limit: int = 100) -> Sequence[uuid.UUID]:

@@ -20,7 +20,8 @@ from ...turns.sessions import SessionSpec
 from ..ratelimit import take_session
 from . import ids
 from .errors import OpenAIBadRequest
-from .requests import HistoryItem, ResponseCreate, Turnable
+from .input_items import HistoryItem, Turnable
+from .requests import ResponseCreate
 from .views import load
 
 

@@ -27,14 +27,8 @@ from ..images import checked_images
 from ..ratelimit import take_session
 from . import ids
 from .errors import OpenAIBadRequest
-from .requests import (
-    ConversationCreate,
-    ConversationUpdate,
-    ItemsCreate,
-    MessageItem,
-    part_images,
-    part_text,
-)
+from .input_items import MessageItem, part_images, part_text
+from .requests import ConversationCreate, ConversationUpdate, ItemsCreate
 from .views import list_page
 
 router = APIRouter(prefix="/v1/conversations", tags=["openai"])

@@ -17,7 +17,8 @@ from ..ratelimit import take_turn
 from . import ids
 from .chains import add_history, known_calls, target_session
 from .errors import OpenAIBadRequest
-from .requests import ResponseCreate, Turnable, to_turn
+from .input_items import Turnable, to_turn
+from .requests import ResponseCreate
 
 
 def stored_request(body: ResponseCreate, turnable: Turnable) -> dict[str, Any]:

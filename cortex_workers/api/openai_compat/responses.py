@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -29,6 +29,7 @@ from ..routes.events import SSE_RESPONSES, counted
 from . import ids
 from .create import create_response
 from .errors import OpenAIBadRequest
+from .input_items import StoredItem
 from .requests import ResponseCreate
 from .stream import reloader, response_sse, wait_for_end
 from .views import Loaded, list_page, load, response_of
@@ -135,7 +136,7 @@ InputItem = (
 )
 
 
-def _input_item(turn_hex: str, i: int, item: dict[str, Any]) -> InputItem:
+def _input_item(turn_hex: str, i: int, item: StoredItem) -> InputItem:
     item_id = f"{ids.MESSAGE}{turn_hex}_in{i}"
     match item.get("type"):
         case "function_call":
@@ -159,7 +160,7 @@ def _input_item(turn_hex: str, i: int, item: dict[str, Any]) -> InputItem:
             return ResponseInputMessageItem(
                 id=item_id,
                 type="message",
-                role=item["role"],
+                role=item["role"],  # type: ignore[arg-type]  # user or assistant, as given
                 status="completed",
                 content=content,  # type: ignore[arg-type]
             )

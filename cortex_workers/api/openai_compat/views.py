@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from sqlalchemy.orm import Session as Db
 
 from ...errors import NotFound
+from ...messages import JsonObject
 from ...store import openai_records, repo
 from ...store import steps as step_store
 from ...store.models import Turn
@@ -87,13 +88,12 @@ class Loaded:
     @property
     def client_tools(self) -> frozenset[str]:
         """The names of the response's `function` tools (the client runs their calls)."""
-        return client_tools(self.request)
+        return client_tools(self.request.get("tools") or [])
 
 
-def client_tools(request: dict[str, Any]) -> frozenset[str]:
-    return frozenset(
-        str(t["name"]) for t in request.get("tools") or () if t.get("type") == "function"
-    )
+def client_tools(tools: list[JsonObject]) -> frozenset[str]:
+    """The names of the `function` tools among a response's stored `tools`."""
+    return frozenset(str(t["name"]) for t in tools if t.get("type") == "function")
 
 
 def load(db: Db, response_id: str, tenant_id: uuid.UUID, *, deleted_too: bool = False) -> Loaded:

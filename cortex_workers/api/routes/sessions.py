@@ -9,6 +9,7 @@ from fastapi import APIRouter, Header, HTTPException, Query
 from fastapi.responses import JSONResponse
 
 from ...dispatch import publish
+from ...runtime import Runtime
 from ...store import repo
 from ...store.db import transaction
 from ...turns import sessions
@@ -104,6 +105,26 @@ def list_messages(
         )
 
 
+def _dry_run(
+    rt: Runtime,
+    tenant_id: uuid.UUID,
+    session_id: uuid.UUID,
+    body: TurnCreate,
+    images: tuple[str, ...],
+) -> JSONResponse:
+    """The turn planned, not stored; counted as a turn (it redacts)."""
+    take_turn(rt, tenant_id)
+    plan = dry_run(
+        rt,
+        tenant_id=tenant_id,
+        session_id=session_id,
+        content=body.text,
+        turn_route=body.route_request(),
+        images=images,
+    )
+    return JSONResponse(plan.as_json(), status_code=200)
+
+
 @router.post(
     "/{session_id}/turns",
     status_code=202,
@@ -149,16 +170,7 @@ def post_turn(
     tenant_id = caller.tenant_id
     images = checked_images(rt.settings, body.image_urls, "content images")
     if body.dry_run:  # nothing stored, reserved or sent; counted as a turn (it redacts)
-        take_turn(rt, tenant_id)
-        plan = dry_run(
-            rt,
-            tenant_id=tenant_id,
-            session_id=session_id,
-            content=body.text,
-            turn_route=body.route_request(),
-            images=images,
-        )
-        return JSONResponse(plan.as_json(), status_code=200)
+        return _dry_run(rt, tenant_id, session_id, body, images)
     known = replayed(rt, tenant_id, idempotency_key)  # the key read once
     if known is None:  # a replay creates nothing: not counted, not refused
         take_turn(rt, tenant_id)
