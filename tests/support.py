@@ -116,7 +116,7 @@ class Workers:
             lambda: (
                 b"ready" in (self.log_dir / f"{name}.log").read_bytes()[since:] or name == "beat"
             ),
-            timeout=60,
+            timeout=180,  # a loaded CI machine starts a group of workers slowly
             what=f"worker {name} ready",
         )
 

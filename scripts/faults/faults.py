@@ -476,7 +476,7 @@ class Partitions(Schedule):
             ("llm-pg", self.pg, "postgres"),
             ("llm-redis", self.redis, "redis"),
         ):
-            end = time.time() + 20
+            end = time.time() + 45  # under load the extra worker may take a while to lease
             while self._held_by(name) == 0 and time.time() < end and not self._stop.is_set():
                 time.sleep(0.2)
             held, infl = self._held_by(name), self.stack.in_flight()

@@ -61,7 +61,9 @@ def start_api(
         )
         client = Api(f"http://127.0.0.1:{port}", tenant_key)
         clients.append(client)
-        wait_until(lambda: procs[-1].poll() is not None or _api_up(client), what="api up")
+        wait_until(
+            lambda: procs[-1].poll() is not None or _api_up(client), timeout=120, what="api up"
+        )
         assert procs[-1].poll() is None, (tmp_path / f"api-{port}.log").read_text()
         return client
 
