@@ -72,7 +72,12 @@ def start_api(
         client.http.close()
     for proc in procs:
         proc.terminate()  # the lifespan's shutdown exports the spans still buffered
-        proc.wait(timeout=20)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:  # never left running, whatever the test saw
+            proc.kill()
+            proc.wait(timeout=20)
+            raise
 
 
 def _named(name: str, trace_id: str | None = None) -> Callable[[list[ReceivedSpan]], bool]:
