@@ -27,6 +27,7 @@ from openai.types.responses import (
     ResponseFunctionToolCall,
     ResponseIncompleteEvent,
     ResponseInProgressEvent,
+    ResponseOutputItem,
     ResponseOutputItemAddedEvent,
     ResponseOutputItemDoneEvent,
     ResponseOutputText,
@@ -70,6 +71,22 @@ class Translator:
         n = self.sequence
         self.sequence += 1
         return n
+
+    def _added(self, item: ResponseOutputItem, index: int) -> ResponseOutputItemAddedEvent:
+        return ResponseOutputItemAddedEvent(
+            type="response.output_item.added",
+            item=item,
+            output_index=index,
+            sequence_number=self._next(),
+        )
+
+    def _done(self, item: ResponseOutputItem, index: int) -> ResponseOutputItemDoneEvent:
+        return ResponseOutputItemDoneEvent(
+            type="response.output_item.done",
+            item=item,
+            output_index=index,
+            sequence_number=self._next(),
+        )
 
     def opening(self) -> list[ResponseStreamEvent]:
         out: list[ResponseStreamEvent] = [
@@ -139,14 +156,7 @@ class Translator:
         index = self.outputs
         self.outputs += 1
         self.running[str(data.get("id", ""))] = (index, item)
-        return [
-            ResponseOutputItemAddedEvent(
-                type="response.output_item.added",
-                item=item,
-                output_index=index,
-                sequence_number=self._next(),
-            )
-        ]
+        return [self._added(item, index)]
 
     def _server_result(self, data: dict[str, object]) -> list[ResponseStreamEvent]:
         opened = self.running.pop(str(data.get("id", "")), None)
@@ -156,14 +166,7 @@ class Translator:
         result = Result(str(data.get("content", "")), bool(data.get("is_error")))
         call: ToolCallDoc = {"id": str(data.get("id", "")), "name": item.name,
                              "arguments": json.loads(item.arguments)}  # fmt: skip
-        return [
-            ResponseOutputItemDoneEvent(
-                type="response.output_item.done",
-                item=server_call(self.turn_id, call, result),
-                output_index=index,
-                sequence_number=self._next(),
-            )
-        ]
+        return [self._done(server_call(self.turn_id, call, result), index)]
 
     def _call(self, data: dict[str, object]) -> list[ResponseStreamEvent]:
         """A function call the model made, as one output item (its arguments are whole when
@@ -175,12 +178,7 @@ class Translator:
             {**done.model_dump(), "arguments": "", "status": "in_progress"}
         )
         return [
-            ResponseOutputItemAddedEvent(
-                type="response.output_item.added",
-                item=opened,
-                output_index=index,
-                sequence_number=self._next(),
-            ),
+            self._added(opened, index),
             ResponseFunctionCallArgumentsDeltaEvent(
                 type="response.function_call_arguments.delta",
                 item_id=str(done.id),
@@ -195,12 +193,7 @@ class Translator:
                 arguments=done.arguments,
                 sequence_number=self._next(),
             ),
-            ResponseOutputItemDoneEvent(
-                type="response.output_item.done",
-                item=done,
-                output_index=index,
-                sequence_number=self._next(),
-            ),
+            self._done(done, index),
         ]
 
     def _item_id(self, item: _Item) -> str:
@@ -209,12 +202,7 @@ class Translator:
     def _open(self, item: _Item) -> list[ResponseStreamEvent]:
         message = output_message(self.turn_id, item.step, "", status="in_progress")
         return [
-            ResponseOutputItemAddedEvent(
-                type="response.output_item.added",
-                item=message,
-                output_index=item.index,
-                sequence_number=self._next(),
-            ),
+            self._added(message, item.index),
             ResponseContentPartAddedEvent(
                 type="response.content_part.added",
                 item_id=message.id,
@@ -254,12 +242,7 @@ class Translator:
                 part=text,
                 sequence_number=self._next(),
             ),
-            ResponseOutputItemDoneEvent(
-                type="response.output_item.done",
-                item=message,
-                output_index=item.index,
-                sequence_number=self._next(),
-            ),
+            self._done(message, item.index),
         ]
 
     def closing(self, final: Response) -> list[ResponseStreamEvent]:
