@@ -123,13 +123,28 @@ def configure_tracing(service_name: str) -> bool:
         return True
 
 
-def shutdown_tracing() -> None:
-    """Exports the spans still buffered and stops tracing in this process."""
+SHUTDOWN_EXPORT_S = 5.0
+
+
+def shutdown_tracing(timeout_s: float = SHUTDOWN_EXPORT_S) -> None:
+    """Exports the spans still buffered and stops tracing in this process, waiting at most
+    `timeout_s`: a collector that is down or slow (the exporter retries for up to its own
+    timeout) must not hold up a process that was told to stop. What could not be sent by then
+    is dropped, with a warning."""
     with _LOCK:
         provider, _STATE.provider, _STATE.tracer = _STATE.provider, None, None
-    if provider is not None:
-        provider.force_flush()
-        provider.shutdown()
+    if provider is None:
+        return
+    # the provider's shutdown drains every batch processor (the final export of each)
+    exporting = threading.Thread(target=provider.shutdown, name="tracing-shutdown", daemon=True)
+    exporting.start()
+    exporting.join(timeout_s)
+    if exporting.is_alive():
+        log.warning(
+            "tracing: the spans still buffered were not exported within %.0f s of shutdown "
+            "(is the collector reachable?); they are dropped",
+            timeout_s,
+        )
 
 
 def tracing_enabled() -> bool:

@@ -457,16 +457,22 @@ class Partitions(Schedule):
             proxy.heal()
 
     def _held_by(self, name: str) -> int:
+        """Steps the worker `name` holds a lease on; 0 when Postgres does not answer in time (on
+        a loaded machine a probe may time out: the schedule then goes on, it must not die)."""
         import psycopg
 
         proc = self.stack.procs[name]
         if proc.popen is None:
             return 0
-        with psycopg.connect(self.stack.pg_dsn, connect_timeout=2, autocommit=True) as conn:
-            row = conn.execute(
-                "SELECT count(*) FROM steps WHERE status = 'leased' AND holder LIKE %s",
-                (f"%:{proc.popen.pid}:%",),
-            ).fetchone()
+        try:
+            with psycopg.connect(self.stack.pg_dsn, connect_timeout=5, autocommit=True) as conn:
+                row = conn.execute(
+                    "SELECT count(*) FROM steps WHERE status = 'leased' AND holder LIKE %s",
+                    (f"%:{proc.popen.pid}:%",),
+                ).fetchone()
+        except psycopg.Error as exc:
+            log.warning("partition: could not count the steps %s holds: %s", name, exc)
+            return 0
         return int(row[0]) if row else 0
 
     def run(self) -> None:

@@ -38,10 +38,11 @@ def receiver() -> Iterator[OtlpReceiver]:
 
 @pytest.fixture
 def start_api(
-    stack: Stack, workers: Workers, tenant_key: str, tmp_path: Path
+    stack: Stack, workers: Workers, tenant_key: str, tmp_path: Path, receiver: OtlpReceiver
 ) -> Iterator[StartApi]:
     """Starts `uvicorn config.asgi:app` in a subprocess with this run's settings plus `env`;
-    returns a client of it authenticated as a fresh tenant."""
+    returns a client of it authenticated as a fresh tenant. It asks for `receiver` so that the
+    receiver outlives the API: the API's shutdown exports its last spans to it."""
     procs: list[subprocess.Popen[bytes]] = []
     clients: list[Api] = []
 

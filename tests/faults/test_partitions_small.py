@@ -45,4 +45,5 @@ def test_partitions_from_postgres_and_from_redis() -> None:
     )
     _check(report)
     kinds = {f["kind"] for f in report["faults"] if f.get("landed")}
-    assert "partition_postgres" in kinds, report["faults"]
+    # the verdict carries the fault schedule's own failure, when it failed
+    assert "partition_postgres" in kinds, (report["faults"], report["verdict"], report["schedule"])

@@ -5,6 +5,7 @@ costs next to nothing unless the standard OTEL_* variables ask for it."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -134,3 +135,16 @@ def test_tracing_set_up_before_a_fork_keeps_exporting_from_parent_and_child(
     names = {"before fork", "in child", "in parent after fork"}
     spans = _by_name(otlp_receiver.wait_for(_has(names)))
     assert spans["in child"].trace_id != spans["in parent after fork"].trace_id
+
+
+def test_a_collector_that_never_answers_does_not_hold_up_a_stop(run_program: RunProgram) -> None:
+    # a listening socket nobody accepts from: the exporter's request waits for its own timeout
+    # (600 s here, retried until then); the process still stops within the bound it was given
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_TIMEOUT": "600"}
+        result = run_program("dead_collector", "1", env=env, timeout=120)
+    assert json.loads(result.stdout) == {"configured": True, "enabled": False}
+    assert "were not exported within 1 s of shutdown" in result.stderr
