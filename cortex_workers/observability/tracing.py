@@ -33,16 +33,15 @@ from opentelemetry.trace import INVALID_SPAN, Link, Span, SpanContext, SpanKind,
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util.types import AttributeValue
 
+from .exporters import exporter_names, exporters, resource
+
 if TYPE_CHECKING:
-    from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SpanExporter
 
 log = logging.getLogger(__name__)
 
 TRACE_CONTENT_ENV = "CORTEX_TRACE_CONTENT"
 _TRUE = frozenset({"1", "true", "yes", "on"})
-_EXPORTER_GROUP = "opentelemetry_traces_exporter"
 _PROPAGATOR = TraceContextTextMapPropagator()
 
 Attributes = Mapping[str, AttributeValue]
@@ -85,7 +84,7 @@ def tracing_requested(env: Mapping[str, str] = os.environ) -> bool:
     """Whether the standard variables in `env` ask for traces to be exported."""
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
-    names = _exporter_names(env)
+    names = exporter_names(env)
     if names is not None:
         return bool(names)
     return bool(
@@ -111,8 +110,8 @@ def configure_tracing(service_name: str) -> bool:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-        provider = TracerProvider(resource=_resource(service_name))  # sampler: OTEL_TRACES_SAMPLER
-        for exporter in _exporters():
+        provider = TracerProvider(resource=resource(service_name))  # sampler: OTEL_TRACES_SAMPLER
+        for exporter in exporters():
             provider.add_span_processor(BatchSpanProcessor(exporter))  # reads OTEL_BSP_*
         if not _STATE.global_set:
             trace.set_tracer_provider(provider)
@@ -155,65 +154,6 @@ def tracing_enabled() -> bool:
 def trace_content_enabled() -> bool:
     """Whether prompts, completions and tool arguments may go on spans (`CORTEX_TRACE_CONTENT`)."""
     return os.environ.get(TRACE_CONTENT_ENV, "").strip().lower() in _TRUE
-
-
-def _exporter_names(env: Mapping[str, str]) -> list[str] | None:
-    """`OTEL_TRACES_EXPORTER` as a list without `none`, or None when it is unset."""
-    value = env.get("OTEL_TRACES_EXPORTER", "").strip()
-    if not value:
-        return None
-    names = (name.strip().lower() for name in value.split(","))
-    return [name for name in names if name and name != "none"]
-
-
-def _resource(service_name: str) -> Resource:
-    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-
-    from_env = Resource.create()  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
-    named = from_env.attributes.get(SERVICE_NAME)
-    if isinstance(named, str) and not named.startswith("unknown_service"):
-        return from_env
-    return from_env.merge(Resource({SERVICE_NAME: service_name}))
-
-
-def _exporters() -> list[SpanExporter]:
-    return [_exporter(name) for name in _exporter_names(os.environ) or ["otlp"]]
-
-
-def _exporter(name: str) -> SpanExporter:
-    """The exporter `OTEL_TRACES_EXPORTER` names; `otlp` follows the OTLP protocol variables."""
-    if name == "otlp":
-        protocol = (
-            os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "").strip()
-            or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "").strip()
-            or "http/protobuf"
-        )
-        if protocol == "http/protobuf":
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-            return OTLPSpanExporter()  # endpoint, headers, timeout: OTEL_EXPORTER_OTLP_*
-        if protocol != "grpc":
-            raise ValueError(f"unknown OTLP protocol {protocol!r}: use http/protobuf or grpc")
-        name = "otlp_proto_grpc"  # opentelemetry-exporter-otlp-proto-grpc, when installed
-    return _exporter_from_entry_point(name)
-
-
-def _exporter_from_entry_point(name: str) -> SpanExporter:
-    from importlib.metadata import entry_points
-
-    from opentelemetry.sdk.trace.export import SpanExporter
-
-    found = entry_points(group=_EXPORTER_GROUP, name=name)
-    if not found:
-        raise ValueError(
-            f"no installed package provides the trace exporter {name!r} named by "
-            "OTEL_TRACES_EXPORTER or the OTLP protocol: install it, or use otlp "
-            "(http/protobuf) or console"
-        )
-    exporter = next(iter(found)).load()()
-    if not isinstance(exporter, SpanExporter):
-        raise ValueError(f"the trace exporter {name!r} is not a SpanExporter")
-    return exporter
 
 
 def _span_context(traceparent: str | None) -> SpanContext | None:
