@@ -5,6 +5,7 @@ PORT` serves streamable HTTP on 127.0.0.1:PORT/mcp.
 - `report(label)`: a task that stays `working` until the file `<label>.release` exists in
   `MCP_TASK_DIR`, then `completed` with the report as its result (text and structured);
 - `broken_report(label)`: a task that `failed` with a JSON-RPC error;
+- `stuck_report(label)`: a task that stays `working`, with a time to live of 2 s;
 - `quick(word)`: answers at once.
 
 Every `tools/call`, `tasks/get` and `tasks/cancel` is appended to `MCP_TASK_LOG` (JSON lines).
@@ -28,7 +29,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolRequestParams, RequestParams
 
 TASKS = "io.modelcontextprotocol/tasks"
-TASK_TOOLS = {"report", "broken_report"}
+TASK_TOOLS = {"report", "broken_report", "stuck_report"}
 POLL_INTERVAL_MS = 300
 
 
@@ -89,7 +90,7 @@ class ReportTasks(Extension):
             "status": status,
             "createdAt": self.tasks[task_id]["created"],
             "lastUpdatedAt": _now(),
-            "ttlMs": 600_000,
+            "ttlMs": 2_000 if self.tasks[task_id]["tool"] == "stuck_report" else 600_000,
             "pollIntervalMs": POLL_INTERVAL_MS,
         }
 
@@ -107,7 +108,7 @@ class ReportTasks(Extension):
                 "error": {"code": -32603, "message": "the printer caught fire"},
             }
         released = Path(os.environ["MCP_TASK_DIR"], f"{task['label']}.release").exists()
-        if not released:
+        if not released or task["tool"] == "stuck_report":
             return self._state(params.task_id, "working")
         label = task["label"]
         result = {
@@ -136,6 +137,10 @@ def build() -> MCPServer:
 
     @server.tool(description="Writes a report that fails (as a task).")
     def broken_report(label: str) -> str:
+        return f"the report {label} needs the Tasks extension"
+
+    @server.tool(description="Writes a report that never ends (as a task).")
+    def stuck_report(label: str) -> str:
         return f"the report {label} needs the Tasks extension"
 
     @server.tool(description="Answers at once.")

@@ -64,6 +64,17 @@ def test_a_task_that_fails_gives_an_is_error_result_and_the_turn_ends_done(
     assert len(task_requests("call", label)) == 1
 
 
+def test_a_task_past_its_time_to_live_gives_an_is_error_result_and_is_cancelled(
+    client: Api, tasks_served: McpHttpServer
+) -> None:
+    label = f"s{uuid.uuid4().hex[:8]}"
+    result = call_once(client, "tasks_stuck_report", {"label": label}, tools=["tasks.*"])
+    assert result["is_error"] and result["error"] == "tool", result
+    assert "the task did not end within 2 s" in str(result["content"]), result
+    assert task_requests("get", label)  # looked at while it lived
+    assert len(task_requests("cancel", label)) == 1
+
+
 def test_cancelling_the_turn_cancels_its_task(client: Api, tasks_served: McpHttpServer) -> None:
     label = f"c{uuid.uuid4().hex[:8]}"
     tid = _report_turn(client, label)
