@@ -16,13 +16,14 @@ from celery import current_app
 from .queues import (
     DELIVER_WEBHOOK,
     EXECUTE_PROPOSAL,
+    POLL_TOOL_TASK,
     RUN_AGENT_TASK,
     RUN_BATCH_JOB,
     RUN_JOB,
     Queue,
     step_route,
 )
-from .turns.steps import AgentTaskRef, NextStep, Publish
+from .turns.steps import AgentTaskRef, NextStep, Publish, TaskPollRef
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +41,15 @@ def argsrepr(step: NextStep) -> str:
 
 
 def publish(steps: Iterable[Publish]) -> int:
-    """Send each step's task (task id = step id), and each agent task's run; returns how many
-    were sent."""
+    """Send each step's task (task id = step id), each agent task's run and each poll of a
+    parked call; returns how many were sent."""
     sent = 0
     for step in steps:
         if isinstance(step, AgentTaskRef):
             sent += publish_agent_task(step)
+            continue
+        if isinstance(step, TaskPollRef):
+            sent += publish_task_poll(step)
             continue
         route = step_route(step.kind)
         try:
@@ -136,5 +140,23 @@ def publish_agent_task(task: AgentTaskRef) -> int:
         )
     except Exception:
         log.warning("could not publish agent task %s; the reconciler will", task.id, exc_info=True)
+        return 0
+    return 1
+
+
+def publish_task_poll(poll: TaskPollRef) -> int:
+    """Hand a look at a parked call's MCP task to a `tools` worker, after its countdown (a
+    lost one is sent again by the reconciler)."""
+    try:
+        current_app.send_task(
+            POLL_TOOL_TASK,
+            args=[str(poll.id)],
+            queue=Queue.TOOLS.value,
+            countdown=poll.countdown or None,
+            argsrepr=f"parked={poll.id}",
+            kwargsrepr="",
+        )
+    except Exception:
+        log.warning("could not publish the poll of %s; the reconciler will", poll.id, exc_info=True)
         return 0
     return 1

@@ -58,6 +58,9 @@ class McpServerSettings(BaseModel):
     """Prefix of the tools' names here (None: `<name>_`; "" for none)."""
     timeout: float = Field(default=30.0, gt=0, le=300)
     """Seconds a call (or a discovery) may take."""
+    task_timeout: float = Field(default=3600.0, gt=0)
+    """Seconds a call the server answers with a task (the Tasks extension) may wait for that
+    task; past it, or past the task's own time to live, the call ends with an error result."""
     allow_private: bool = False
     """Whether `url` may be a loopback, private or CGNAT address (the plugins' SSRF guard)."""
     tools: dict[str, McpToolSettings] = Field(default_factory=dict)

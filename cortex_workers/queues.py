@@ -39,6 +39,7 @@ def task_name(queue: Queue, task: str) -> str:
 RUN_MODEL_STEP: Final = task_name(Queue.LLM, "run_model_step")
 RUN_TOOL_STEP: Final = task_name(Queue.TOOLS, "run_tool_step")
 EXECUTE_PROPOSAL: Final = task_name(Queue.TOOLS, "execute_proposal")
+POLL_TOOL_TASK: Final = task_name(Queue.TOOLS, "poll_tool_task")
 RUN_SUMMARIZE_STEP: Final = task_name(Queue.SUMMARIZE, "run_summarize_step")
 RECONCILE: Final = task_name(Queue.MAINTENANCE, "reconcile")
 DISPATCH_WEBHOOKS: Final = task_name(Queue.MAINTENANCE, "dispatch_webhooks")

@@ -20,6 +20,7 @@ TASKS = {
     queues.RUN_JOB: Queue.LLM,
     queues.RUN_TOOL_STEP: Queue.TOOLS,
     queues.EXECUTE_PROPOSAL: Queue.TOOLS,
+    queues.POLL_TOOL_TASK: Queue.TOOLS,
     queues.RUN_SUMMARIZE_STEP: Queue.SUMMARIZE,
     queues.RECONCILE: Queue.MAINTENANCE,
     queues.DISPATCH_WEBHOOKS: Queue.MAINTENANCE,

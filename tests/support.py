@@ -73,7 +73,7 @@ class Workers:
     log_dir: Path
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
-    def _argv(self, name: str) -> list[str]:
+    def _argv(self, name: str, concurrency: int | None = None) -> list[str]:
         from cortex_workers.cli import beat_argv, worker_argv
 
         if name == "beat":
@@ -84,14 +84,17 @@ class Workers:
         # RabbitMQ two workers of one name cannot both hold their exclusive pidbox queue
         queues = QUEUE_GROUPS.get(name) or QUEUE_GROUPS[name.split("-")[0]]
         hostname = None if name in QUEUE_GROUPS else f"{name}@%h"
-        return worker_argv(queues, pool=None, concurrency=None, loglevel="INFO", hostname=hostname)
+        return worker_argv(
+            queues, pool=None, concurrency=concurrency, loglevel="INFO", hostname=hostname
+        )
 
-    def start(self, name: str, **extra_env: str) -> None:
+    def start(self, name: str, *, concurrency: int | None = None, **extra_env: str) -> None:
         """Start the worker `name` (a queue group, or `GROUP-suffix` for another worker of
-        that group), with `extra_env` over the group's environment; wait until it is ready."""
-        self._wait_ready(name, self._launch(name, **extra_env))
+        that group), with `extra_env` over the group's environment and `concurrency` pool
+        slots (None: the group's default); wait until it is ready."""
+        self._wait_ready(name, self._launch(name, concurrency=concurrency, **extra_env))
 
-    def _launch(self, name: str, **extra_env: str) -> int:
+    def _launch(self, name: str, *, concurrency: int | None = None, **extra_env: str) -> int:
         """Start the process of worker `name`; the offset of its log where its own lines begin."""
         tests_dir = str(Path(__file__).resolve().parent)
         paths = [p for p in self.env.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -102,7 +105,7 @@ class Workers:
         from cortex_workers.supervisor import die_with_parent
 
         self.procs[name] = subprocess.Popen(
-            self._argv(name),
+            self._argv(name, concurrency),
             env={**self.env, **extra_env},
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -8,7 +8,16 @@ import ast
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
-SERVER_DIRS = ("store", "broker", "stream", "faults", "celery_contract", "hot_path", "hosts")
+SERVER_DIRS = (
+    "store",
+    "broker",
+    "stream",
+    "faults",
+    "celery_contract",
+    "hot_path",
+    "hosts",
+    "mcp",
+)
 
 
 def _marks_servers(module: ast.Module) -> bool:

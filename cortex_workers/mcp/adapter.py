@@ -7,7 +7,9 @@ Results: text blocks joined, `structuredContent` as `structured`, resource links
 resources by uri, images and audio described by type in `media`; the images themselves are
 passed on beside the result (`WithImages`), to be sent to the model where the provider takes
 them (docs/mcp.md). An `isError` result raises `ToolFailed`, which the model reads as an
-error result.
+error result. A call of an HTTP server offers the Tasks extension (`tasks`): an answer that is
+a task handle is returned as `RemoteTask`, and a look at the task (`poll_of`) maps its
+result the same way.
 """
 
 from __future__ import annotations
@@ -24,15 +26,17 @@ from mcp_types import (
     TextContent,
 )
 from mcp_types import Tool as McpTool
-from pydantic import JsonValue
+from pydantic import JsonValue, ValidationError
 
 from ..mcp_settings import McpServerSettings
 from ..messages import JsonObject
 from ..tools.idempotency import MCP_META_KEY
 from ..tools.registry import Tool
+from ..tools.remote_tasks import RemoteTask, TaskPoll, poll_wait
 from ..tools.results import ProposalRequest, ToolContext, ToolFailed, ToolImage, WithImages
 from ..vocabulary import ToolSeverity
 from .connection import McpServer
+from .tasks import TaskDoc, TaskHandle
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 CONFIRMED_ACTION = "mcp:"
@@ -65,15 +69,32 @@ class McpToolCall:
                 rationale=f"{self.remote_name} on {self.server.name} asks for confirmation",
                 params=arguments,
             )
-        return self.send(arguments, key=ctx.idempotency_key)
+        return self.send(arguments, key=ctx.idempotency_key, tasks=True)
 
-    def send(self, arguments: JsonObject, *, key: str | None) -> Any:
-        """Call the tool now; its result as the model reads it."""
+    def send(self, arguments: JsonObject, *, key: str | None, tasks: bool = False) -> Any:
+        """Call the tool now; its result as the model reads it. With `tasks`, an HTTP server
+        may answer with a task instead (returned as `RemoteTask`)."""
         meta = {MCP_META_KEY: key} if key is not None else {}
         result = self.server.call_tool(
-            self.remote_name, arguments, meta=meta, timeout=self.timeout_s
+            self.remote_name, arguments, meta=meta, timeout=self.timeout_s, tasks=tasks
         )
+        if isinstance(result, TaskHandle):
+            return remote_task(self.server, result)
         return to_result(result)
+
+
+def remote_task(server: McpServer, handle: TaskHandle) -> RemoteTask:
+    """A task handle as the call's answer: how long to wait for it and how often to look."""
+    wait = server.config.task_timeout
+    if handle.ttl_ms is not None:
+        wait = min(wait, handle.ttl_ms / 1000)
+    return RemoteTask(
+        server=server.name,
+        task_id=handle.task_id,
+        poll_s=poll_wait(handle.poll_interval_ms),
+        wait_s=wait,
+        message=handle.status_message,
+    )
 
 
 def adapt(server: McpServer, tools: list[McpTool]) -> list[Tool]:
@@ -147,3 +168,27 @@ def to_result(result: CallToolResult) -> Any:
     if media:
         out["media"] = media
     return WithImages(out, tuple(images)) if images else out
+
+
+def poll_of(doc: TaskDoc) -> TaskPoll:
+    """What a look at the task found; the result of a completed task as a call's result."""
+    wait = poll_wait(doc.poll_interval_ms)
+    match doc.status:
+        case "working" | "input_required":
+            return TaskPoll(working=True, poll_s=wait)
+        case "completed":
+            try:
+                return TaskPoll(
+                    working=False, result=to_result(CallToolResult.model_validate(doc.result))
+                )
+            except ToolFailed as failed:
+                return TaskPoll(working=False, failure=str(failed))
+            except ValidationError:
+                return TaskPoll(working=False, failure="the task's result is not a tool result")
+        case "failed":
+            error = doc.error or {}
+            why = error.get("message") or doc.status_message or "no reason given"
+            return TaskPoll(working=False, failure=f"the task failed: {why}")
+        case "cancelled":
+            why = f": {doc.status_message}" if doc.status_message else ""
+            return TaskPoll(working=False, failure=f"the task was cancelled by its server{why}")

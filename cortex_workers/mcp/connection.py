@@ -9,6 +9,11 @@ A server's `notifications/tools/list_changed` calls `on_tools_changed`: a stdio 
 it on its open connection; a streamable HTTP server (protocol 2026-07-28) on the
 `subscriptions/listen` stream `watch` keeps open, opened again when it drops. An HTTP server
 that speaks an older version, or does not notify, is read on the schedule only.
+
+A tool call of an HTTP server declares the Tasks extension (`mcp.tasks`): the server may answer
+with a task handle, and `get_task` and `cancel_task` reach the task later, from any process. A
+stdio server is not offered tasks: its process belongs to one worker process, and a task's
+polls may run in another.
 """
 
 from __future__ import annotations
@@ -27,12 +32,14 @@ from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
 from mcp_types import CallToolResult, Tool
 
 from ..mcp_settings import McpServerSettings
 from ..messages import JsonObject
 from ..tools.http_guard import BlockedAddress, resolve_checked
+from .tasks import TaskDoc, TaskHandle, Tasks, TaskStarted, cancel_task, get_task
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -114,21 +121,49 @@ class McpServer:
         return self._loop.run(self._with_client(_list_all), self.config.timeout)
 
     def call_tool(
-        self, name: str, arguments: JsonObject, *, meta: dict[str, str], timeout: float
-    ) -> CallToolResult:
-        """One `tools/call`; transport failures raise ConnectionError or TimeoutError."""
+        self,
+        name: str,
+        arguments: JsonObject,
+        *,
+        meta: dict[str, str],
+        timeout: float,
+        tasks: bool = False,
+    ) -> CallToolResult | TaskHandle:
+        """One `tools/call`; transport failures raise ConnectionError or TimeoutError. With
+        `tasks`, an HTTP server is offered the Tasks extension and may answer with a task."""
 
-        async def call(client: Client) -> CallToolResult:
-            return await client.call_tool(
-                name,
-                arguments,
-                read_timeout_seconds=timeout,
-                meta=meta,  # type: ignore[arg-type]
-            )
+        async def call(client: Client) -> CallToolResult | TaskHandle:
+            try:
+                return await client.call_tool(
+                    name,
+                    arguments,
+                    read_timeout_seconds=timeout,
+                    meta=meta,  # type: ignore[arg-type]
+                )
+            except TaskStarted as started:
+                return started.handle
 
-        return self._loop.run(self._with_client(call), timeout + 1)
+        return self._loop.run(self._with_client(call, tasks=tasks), timeout + 1)
 
-    async def _with_client(self, use: Callable[[Client], Awaitable[T]]) -> T:
+    def get_task(self, task_id: str) -> TaskDoc:
+        """`tasks/get` of a task this server answered a call with."""
+
+        async def get(client: Client) -> TaskDoc:
+            return await get_task(client, task_id)
+
+        return self._loop.run(self._with_client(get, tasks=True), self.config.timeout)
+
+    def cancel_task(self, task_id: str) -> None:
+        """`tasks/cancel` of a task this server answered a call with."""
+
+        async def cancel(client: Client) -> None:
+            await cancel_task(client, task_id)
+
+        self._loop.run(self._with_client(cancel, tasks=True), self.config.timeout)
+
+    async def _with_client(
+        self, use: Callable[[Client], Awaitable[T]], *, tasks: bool = False
+    ) -> T:
         try:
             if self.config.command is not None:
                 client = await self._stdio_client()
@@ -137,7 +172,7 @@ class McpServer:
                 except Exception:
                     await self._drop_stdio()  # restarted by the next call
                     raise
-            return await self._http(use)
+            return await self._http(use, tasks=tasks)
         except (ConnectionError, TimeoutError, asyncio.CancelledError):
             raise
         except Exception as exc:
@@ -145,9 +180,12 @@ class McpServer:
                 raise ConnectionError(
                     f"MCP server {self.name} unreachable: {_reason(exc)}"
                 ) from exc
+            answered = _error_answer(exc)
+            if answered is not None:  # the server's error, out of the transport's task group
+                raise answered from None
             raise
 
-    async def _http(self, use: Callable[[Client], Awaitable[T]]) -> T:
+    async def _http(self, use: Callable[[Client], Awaitable[T]], *, tasks: bool = False) -> T:
         url = self.config.url
         assert url is not None
         parts = urlsplit(url)
@@ -166,7 +204,8 @@ class McpServer:
         headers = {k: v.get_secret_value() for k, v in self.config.headers.items()}
         async with create_mcp_http_client(headers=headers) as http:
             transport = streamable_http_client(url, http_client=http)
-            async with Client(transport, cache=None) as client:
+            extensions = [Tasks()] if tasks else None
+            async with Client(transport, cache=None, extensions=extensions) as client:
                 return await use(client)
 
     async def _stdio_client(self) -> Client:
@@ -271,6 +310,17 @@ def _is_transport(exc: BaseException) -> bool:
             "OSError",
         }
     )
+
+
+def _error_answer(exc: BaseException) -> MCPError | None:
+    """The server's JSON-RPC error answer in `exc` (raised as is, or in exception groups)."""
+    if isinstance(exc, MCPError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if (found := _error_answer(inner)) is not None:
+                return found
+    return None
 
 
 def _reason(exc: BaseException) -> str:

@@ -17,11 +17,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+
 from ..mcp_settings import McpSettings
 from ..messages import JsonObject
 from ..tools.loading import Rejected
 from ..tools.registry import ToolRegistry
-from .adapter import CONFIRMED_ACTION, McpToolCall, adapt
+from ..tools.remote_tasks import TaskPoll
+from .adapter import CONFIRMED_ACTION, McpToolCall, adapt, poll_of
 from .connection import McpLoop, McpServer
 
 log = logging.getLogger(__name__)
@@ -105,6 +109,28 @@ class McpSources:
         if server not in self.servers:
             raise LookupError(f"MCP server {server!r} is not configured")
         return McpToolCall(self.servers[server], tool, confirm=False).send(arguments, key=key)
+
+    def poll_task(self, server: str, task_id: str) -> TaskPoll:
+        """One `tasks/get` of a task `server` answered a call with. A server that is not
+        configured any more, or that no longer knows the task, ends it as a failure; a server
+        that does not answer raises ConnectionError or TimeoutError (look again later)."""
+        if server not in self.servers:
+            return TaskPoll(working=False, failure=f"the MCP server {server} is not configured")
+        try:
+            return poll_of(self.servers[server].get_task(task_id))
+        except MCPError as exc:
+            if exc.code == INVALID_PARAMS:  # unknown or expired: it will not come back
+                return TaskPoll(working=False, failure=f"the task is gone from {server}: {exc}")
+            raise ConnectionError(f"tasks/get on {server}: {exc}") from None
+
+    def cancel_task(self, server: str, task_id: str) -> None:
+        """`tasks/cancel`, best effort: a failure is logged, never raised."""
+        if server not in self.servers:
+            return
+        try:
+            self.servers[server].cancel_task(task_id)
+        except Exception as exc:
+            log.info("MCP server %s: tasks/cancel of %s failed: %s", server, task_id, _reason(exc))
 
     def _refresher(self) -> None:
         """Each server read again when its interval has passed since its last reading."""

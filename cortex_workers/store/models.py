@@ -467,3 +467,4 @@ from . import budget_models as budget_models  # noqa: E402
 from . import checkpoint_models as checkpoint_models  # noqa: E402
 from . import intents as intents  # noqa: E402
 from . import openai_models as openai_models  # noqa: E402
+from . import parked_calls as parked_calls  # noqa: E402

@@ -106,7 +106,8 @@ _INSERT_STEP = (
 def renew_leases(
     db: Db, held: list[tuple[uuid.UUID, int]], *, lease_s: float
 ) -> set[tuple[uuid.UUID, int]]:
-    """Extend many leases in one statement; returns the (step, attempt) pairs still ours."""
+    """Extend many leases in one statement; returns the (step, attempt) pairs still ours. A
+    lease is never shortened: a tool step parked on its call's task holds a longer one."""
     live_turn = select(Turn.id).where(Turn.id == Step.turn_id, Turn.status == TurnStatus.RUNNING)
     rows = db.execute(
         update(Step)
@@ -115,7 +116,10 @@ def renew_leases(
             Step.status == StepStatus.LEASED,
             or_(Step.kind == StepKind.SUMMARIZE, live_turn.exists()),
         )
-        .values(lease_until=func.now() + timedelta(seconds=lease_s), renewed_at=func.now())
+        .values(
+            lease_until=func.greatest(Step.lease_until, func.now() + timedelta(seconds=lease_s)),
+            renewed_at=func.now(),
+        )
         .returning(Step.id, Step.attempt)
     ).all()
     return {(r.id, r.attempt) for r in rows}

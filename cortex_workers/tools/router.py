@@ -44,6 +44,7 @@ from .capping import cap_result
 from .cursors import CursorError, open_cursor, seal_cursor
 from .http_guard import BlockedAddress, ResponseTooLarge
 from .registry import Tool, ToolRegistry
+from .remote_tasks import RemoteTask, TaskPoll
 from .results import (
     Page,
     ProposalRequest,
@@ -86,6 +87,9 @@ class ToolOutcome:
     """A proposal to record (propose_action); `content` is then filled in by the caller."""
     images: tuple[str, ...] = ()
     """The result's images, as `data:` URLs (a `WithImages` result), beside `content`."""
+    task: RemoteTask | None = None
+    """The call answered with a task running on in its server: the result comes when the task
+    ends (`ended_outcome`), and `content` is empty until then."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +286,8 @@ def _shape(
 ) -> ToolOutcome:
     if isinstance(result, ProposalRequest):
         return ToolOutcome("", False, False, 0, effect=result)
+    if isinstance(result, RemoteTask):
+        return ToolOutcome("", False, False, 0, task=result)
     if isinstance(result, Page):
         data = dict(result.data)
         if result.next is not None:
@@ -296,6 +302,35 @@ def _shape(
         raise _Refusal("internal error", error="internal", severity=ToolSeverity.ERROR) from None
     severity = ToolSeverity.INFO if truncated else ToolSeverity.OK
     return ToolOutcome(content, False, truncated, 0, severity)
+
+
+def ended_outcome(
+    registry: ToolRegistry, name: str, ended: TaskPoll, *, limits: Limits, latency_ms: int
+) -> ToolOutcome:
+    """The outcome of a call whose task has ended (`ended`): its result shaped, capped and
+    coloured as `run_call` does a result that comes at once; a failure as an error result."""
+    tool = registry.get(name)
+    if ended.failure is not None:
+        outcome = ToolOutcome(
+            f"error: {ended.failure}", True, False, latency_ms, ToolSeverity.ERROR, "tool"
+        )
+    else:
+        result = ended.result
+        images: tuple[str, ...] = ()
+        if isinstance(result, WithImages):
+            result, images = _images(result, limits)
+        cap = (tool.output_cap if tool is not None else None) or limits.output_cap
+        try:
+            content, truncated = cap_result(result, cap)
+        except (TypeError, ValueError):
+            log.error("the task of %s ended with an unserializable result", name)
+            error = ToolSeverity.ERROR
+            return ToolOutcome("internal error", True, False, latency_ms, error, "internal")
+        severity = ToolSeverity.INFO if truncated else ToolSeverity.OK
+        outcome = ToolOutcome(content, False, truncated, latency_ms, severity, images=images)
+    if tool is not None and tool.severity is not None:
+        outcome = replace(outcome, severity=tool.severity)
+    return outcome
 
 
 def _images(result: WithImages, limits: Limits) -> tuple[Any, tuple[str, ...]]:

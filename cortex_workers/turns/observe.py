@@ -35,6 +35,8 @@ class StepOutcome(StrEnum):
     FAILED = StepStatus.FAILED.value
     DEFERRED = "deferred"
     """Waiting out a rate limit (the attempt does not count)."""
+    PARKED = "parked"
+    """A tool call answered with a task: the step waits, held by no worker, for its end."""
     DUPLICATE = "duplicate"
     """The claim returned nothing (another delivery has the step, or its turn has ended), or a
     newer attempt owned the step when this one came to store its result."""

@@ -21,9 +21,10 @@ from ..store.db import transaction
 from ..vocabulary import StepKind, StepStatus, TurnStatus
 from .agents.sweep import AgentSweep, sweep_agent_tasks
 from .lifecycle import Ended, announce, fail_turn, promote_next
+from .parked.sweep import resend_lost_polls
 from .proposals import expire_due as expire_proposals
 from .spend import report_alerts
-from .steps import NextStep, Publish
+from .steps import NextStep, Publish, TaskPollRef
 
 log = logging.getLogger(__name__)
 ORPHAN_GRACE_S = 1.0
@@ -54,10 +55,18 @@ class Sweep:
 
     agents: AgentSweep = field(default_factory=AgentSweep)
     """Agent tasks timed out, ended with their sub-agent's turn, or sent again."""
+    polls: list[TaskPollRef] = field(default_factory=list)
+    """Polls of parked tool calls (their MCP server's task) sent again."""
 
     @property
     def publish(self) -> list[Publish]:
-        return [*self.republished, *self.promoted, *self.agents.ended, *self.agents.resent]
+        return [
+            *self.republished,
+            *self.promoted,
+            *self.agents.ended,
+            *self.agents.resent,
+            *self.polls,
+        ]
 
     @property
     def acted(self) -> bool:
@@ -71,6 +80,7 @@ class Sweep:
             or self.reservations_settled
             or self.agents.ended
             or self.agents.resent
+            or self.polls
         )
 
 
@@ -100,6 +110,7 @@ def reconcile() -> Sweep:
             if repo.get_session(db, session_id, lock=True) is not None:
                 sweep.promoted += promote_next(rt, db, session_id)
     sweep.agents = sweep_agent_tasks(rt)
+    sweep.polls = resend_lost_polls(rt)
     _log(sweep)
     _count(sweep)
     return sweep
@@ -130,6 +141,7 @@ ACTIONS = (
     "reservations_settled",
     "agent_tasks_resent",
     "agent_tasks_ended",
+    "tool_task_polls_resent",
 )
 """The `action` label values of `cortex_reconciler_actions_total`, in the order `_count` counts
 them (the API exposes each at 0 from its first scrape)."""
@@ -149,6 +161,7 @@ def _count(sweep: Sweep) -> None:
         sweep.reservations_settled,
         len(sweep.agents.resent),
         len(sweep.agents.ended),
+        len(sweep.polls),
     )
     for action, n in zip(ACTIONS, counts, strict=True):
         count_reconciler_action(action, n)

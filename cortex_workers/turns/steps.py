@@ -43,5 +43,14 @@ class AgentTaskRef:
     session_id: uuid.UUID | None = None
 
 
-Publish = NextStep | AgentTaskRef
-"""What the dispatcher sends after a commit: steps, and agent tasks."""
+@dataclass(frozen=True, slots=True)
+class TaskPollRef:
+    """A parked tool call (`store.parked_calls`) whose MCP task needs a look on the `tools`
+    queue in `countdown` seconds."""
+
+    id: uuid.UUID
+    countdown: float = 0.0
+
+
+Publish = NextStep | AgentTaskRef | TaskPollRef
+"""What the dispatcher sends after a commit: steps, agent tasks, and polls of parked calls."""

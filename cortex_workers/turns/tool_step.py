@@ -4,6 +4,9 @@ result with the step's record; the result that completes its batch adds the turn
 step in that statement (decided under the session's row lock and the batch's count, so exactly
 once).
 
+A call its MCP server answers with a task is parked instead (`parked`): the step stays
+leased, held by no worker, until a poll finds the task ended and stores its result.
+
 `propose_action`'s effect is only a proposal row, written by the same statement as the call's
 result (a redelivered step adds nothing). A tool with effects outside our database is recorded
 as an intent before it is sent (`tool_intents`).
@@ -27,7 +30,7 @@ from ..store.step_commit import NewProposal, Release, StepKey, ToolDone, close_s
 from ..store.step_views import ToolStepView
 from ..store.steps import Claim
 from ..streaming import emit_batch_event
-from ..tools import Limits, ToolContext, ToolOutcome, run_call
+from ..tools import ToolContext, ToolOutcome, run_call
 from ..vocabulary import ProposalStatus, StepKind, TimelineKind
 from .agents.calls import AgentCall, start_call
 from .guards.anomalies import detected
@@ -35,9 +38,11 @@ from .guards.loop import WAIT_S, judge
 from .leases import keeper
 from .liveness import holder
 from .observe import StepOutcome, count_step, step_scope, tool_ran, tool_run
+from .parked.park import WaitingCall, park_call
 from .step_record import StepRecord
-from .steps import NextStep, Publish
+from .steps import NextStep, Publish, step_ref
 from .tool_intents import before_call
+from .tool_limits import limits
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,18 +75,6 @@ class _Call:
         emit_batch_event(
             rt.redis, self.claim.turn_id, model_step_no=self.view.parent_no, event=event
         )
-
-
-def limits(rt: Runtime) -> Limits:
-    s = rt.settings
-    return Limits(
-        default_timeout_s=s.tool_timeout_s,
-        max_timeout_s=s.tool_max_timeout_s,
-        progress_after_s=s.tool_progress_after_s,
-        output_cap=s.tool_output_cap,
-        image_max_bytes=s.image_max_bytes,
-        images_per_result=s.images_per_message,
-    )
 
 
 def run_tool_step(step_id: uuid.UUID) -> list[Publish]:
@@ -118,9 +111,10 @@ def _agent_call(call: _Call) -> AgentCall:
     )
 
 
-def _run_claimed(rt: Runtime, call: _Call) -> list[NextStep]:
+def _run_claimed(rt: Runtime, call: _Call) -> list[Publish]:
     """Run the call under the step's lease (unless the loop's guards refuse it or make it
-    wait), then store its result with the step's record and announce it."""
+    wait), then store its result with the step's record and announce it; a call answered with
+    a task is parked until the task ends (`parked`)."""
     record = StepRecord(call.claim.step_no)
     verdict = judge(rt, call.view)
     if verdict.wait:
@@ -145,6 +139,8 @@ def _run_claimed(rt: Runtime, call: _Call) -> list[NextStep]:
     ):
         outcome = verdict.refused or _run(rt, call, progress)
         tool_ran(span, call.name if call.name in rt.tools else "unknown", outcome)
+    if outcome.task is not None:
+        return park_call(rt, _waiting(call), outcome.task, record.rows())
     outcome, proposal = _proposed(rt, call, outcome)
     record.note(TimelineKind.TOOL, _event(call, outcome), ending=True)
     with autocommit_connection(rt.engine) as db:  # one statement
@@ -167,19 +163,24 @@ def _run_claimed(rt: Runtime, call: _Call) -> list[NextStep]:
             error=outcome.error,
         ),
     )
-    if closed.next_step_id is None:
-        return []
-    return [
-        NextStep(
-            closed.next_step_id,
-            StepKind.MODEL,
-            turn_id=call.claim.turn_id,
-            session_id=call.view.session_id,
-        )
-    ]
+    turn_id, session_id = call.claim.turn_id, call.view.session_id
+    return [*step_ref(closed.next_step_id, StepKind.MODEL, turn_id=turn_id, session_id=session_id)]
 
 
-def _wait(rt: Runtime, call: _Call, record: StepRecord) -> list[NextStep]:
+def _waiting(call: _Call) -> WaitingCall:
+    v = call.view
+    return WaitingCall(
+        key=call.key,
+        step_no=call.claim.step_no,
+        model_step_no=v.parent_no,
+        tool_call_id=call.tool_call_id,
+        call_id=v.call_id,
+        name=v.name,
+        arguments=v.arguments,
+    )
+
+
+def _wait(rt: Runtime, call: _Call, record: StepRecord) -> list[Publish]:
     """Past `max_parallel_tools`: give the step back (this attempt does not count) and look
     again shortly."""
     claim = call.claim

@@ -61,7 +61,7 @@ def test_every_reconciler_action_is_exposed_before_the_reconciler_acts(client: A
     found = samples(client)
     actions = {s.labels["action"] for s in found if s.name == "cortex_reconciler_actions_total"}
     assert actions >= set(ACTIONS)
-    assert len(ACTIONS) == 11
+    assert len(ACTIONS) == 12
 
 
 def test_queue_gauges_are_read_from_postgres_for_each_step_queue(client: Api) -> None:

@@ -12,7 +12,7 @@ from celery_support import TASKS, Broker, task_args
 
 from cortex_workers import dispatch, queues
 from cortex_workers.queues import Queue, step_route
-from cortex_workers.turns.steps import AgentTaskRef, NextStep
+from cortex_workers.turns.steps import AgentTaskRef, NextStep, TaskPollRef
 from cortex_workers.vocabulary import StepKind
 
 pytestmark = pytest.mark.servers
@@ -49,16 +49,17 @@ def test_the_dispatcher_sends_each_step_to_its_kinds_queue_with_its_ids_as_argsr
         assert message.headers["kwargsrepr"] == ""
 
 
-def test_jobs_deliveries_proposals_and_agent_tasks_go_to_their_queues_shown_by_their_ids(
+def test_jobs_deliveries_proposals_agent_tasks_and_polls_go_to_their_queues_by_their_ids(
     broker: Broker, depends_on_current_app: None
 ) -> None:
     job, batch_job, delivery, proposal = (uuid.uuid4() for _ in range(4))
     agent_task = AgentTaskRef(uuid.uuid4(), session_id=uuid.uuid4())
+    poll = TaskPollRef(uuid.uuid4())
     dispatch.publish_jobs([job], batch=False)
     dispatch.publish_jobs([batch_job], batch=True)
     dispatch.publish_deliveries([(delivery, 2)])
     dispatch.publish_execution(proposal)
-    assert dispatch.publish([agent_task]) == 1
+    assert dispatch.publish([agent_task, poll]) == 2
     sent = {
         (queue, m.headers["task"], m.headers["argsrepr"], m.headers["kwargsrepr"])
         + tuple(task_args(m))
@@ -78,4 +79,5 @@ def test_jobs_deliveries_proposals_and_agent_tasks_go_to_their_queues_shown_by_t
             "",
             str(agent_task.id),
         ),
+        (Queue.TOOLS, queues.POLL_TOOL_TASK, f"parked={poll.id}", "", str(poll.id)),
     }

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import tomllib
 
+import pytest
 from doc_examples import DOCS, run_example
 from support import Api
 
 from cortex_workers.mcp_settings import McpSettings
+
+pytestmark = pytest.mark.servers
 
 
 def test_the_configuration_example_is_valid() -> None:

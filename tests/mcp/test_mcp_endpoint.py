@@ -8,10 +8,13 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from support import Api
+
+pytestmark = pytest.mark.servers
 
 
 def _with_client(api: Api, key: str, use: Any) -> Any:

@@ -30,6 +30,8 @@ from mcp_types import (
 )
 from support import Api, free_port, wait_until
 
+pytestmark = pytest.mark.servers
+
 TASKS = "io.modelcontextprotocol/tasks"
 
 

@@ -7,8 +7,11 @@ import base64
 import json
 import uuid
 
+import pytest
 from mcp_support import CHART_PNG, McpHttpServer, call_once, calls, grow, tool_result
 from support import Api, wait_until
+
+pytestmark = pytest.mark.servers
 
 
 def test_get_tools_lists_both_servers_tools_with_their_source_and_schema(

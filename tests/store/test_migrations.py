@@ -53,6 +53,7 @@ TABLES = {
     "openai_responses",
     "openai_conversations",
     "tool_intents",
+    "parked_calls",
 }
 
 
