@@ -25,6 +25,7 @@ from mcp_types import (
     Request,
     Result,
 )
+from pydantic import Field
 
 from ..messages import JsonObject
 
@@ -32,17 +33,22 @@ TASKS = "io.modelcontextprotocol/tasks"
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 
 
+TASK_ID_MAX = 500
+"""The longest task id a server may hand out (its column's size); a longer one, or an empty
+one, makes the answer invalid: the call ends with an error result."""
+
+
 class TaskHandle(Result):
     """A call's answer as a task (the extension's `CreateTaskResult`)."""
 
     result_type: Literal["task"] = "task"
-    task_id: str
+    task_id: str = Field(min_length=1, max_length=TASK_ID_MAX)
     status: str
     status_message: str | None = None
     created_at: str | None = None
     last_updated_at: str | None = None
-    ttl_ms: int | None = None
-    poll_interval_ms: int | None = None
+    ttl_ms: int | None = Field(default=None, ge=0)
+    poll_interval_ms: int | None = Field(default=None, ge=0)
 
 
 class TaskDoc(Result):
