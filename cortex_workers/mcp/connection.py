@@ -35,10 +35,12 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
 from mcp_types import CallToolResult, Tool
+from pydantic import ValidationError
 
 from ..mcp_settings import McpServerSettings
 from ..messages import JsonObject
 from ..tools.http_guard import BlockedAddress, resolve_checked
+from ..tools.results import ToolFailed
 from .tasks import TaskDoc, TaskHandle, Tasks, TaskStarted, cancel_task, get_task
 
 T = TypeVar("T")
@@ -142,6 +144,9 @@ class McpServer:
                 )
             except TaskStarted as started:
                 return started.handle
+            except ValidationError as exc:  # the server's answer, not ours to trust
+                problem = f"the MCP server answered with an invalid result ({_first(exc)})"
+                raise ToolFailed(problem) from None
 
         return self._loop.run(self._with_client(call, tasks=tasks), timeout + 1)
 
@@ -312,9 +317,17 @@ def _is_transport(exc: BaseException) -> bool:
     )
 
 
-def _error_answer(exc: BaseException) -> MCPError | None:
-    """The server's JSON-RPC error answer in `exc` (raised as is, or in exception groups)."""
-    if isinstance(exc, MCPError):
+def _first(exc: ValidationError) -> str:
+    """Where the first problem of a validation is, and what it is."""
+    for problem in exc.errors():
+        return f"{'.'.join(str(p) for p in problem['loc'])}: {problem['msg']}"
+    return "invalid"
+
+
+def _error_answer(exc: BaseException) -> MCPError | ToolFailed | None:
+    """The server's JSON-RPC error answer in `exc`, or its invalid answer (raised as is, or in
+    exception groups)."""
+    if isinstance(exc, MCPError | ToolFailed):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:

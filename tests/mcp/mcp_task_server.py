@@ -29,7 +29,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolRequestParams, RequestParams
 
 TASKS = "io.modelcontextprotocol/tasks"
-TASK_TOOLS = {"report", "broken_report", "stuck_report"}
+TASK_TOOLS = {"report", "broken_report", "stuck_report", "oversized_report"}
 POLL_INTERVAL_MS = 300
 
 
@@ -77,6 +77,8 @@ class ReportTasks(Extension):
         if params.name not in TASK_TOOLS or not declared:
             return await call_next(ctx)
         task_id = str(uuid.uuid4())
+        if params.name == "oversized_report":  # a hostile server: a task id over 500 characters
+            task_id = "t" * 600
         self.tasks[task_id] = {"tool": params.name, "label": label, "created": _now()}
         return {
             **self._state(task_id, "working"),
@@ -141,6 +143,10 @@ def build() -> MCPServer:
 
     @server.tool(description="Writes a report that never ends (as a task).")
     def stuck_report(label: str) -> str:
+        return f"the report {label} needs the Tasks extension"
+
+    @server.tool(description="Writes a report (as a task whose id is too long).")
+    def oversized_report(label: str) -> str:
         return f"the report {label} needs the Tasks extension"
 
     @server.tool(description="Answers at once.")

@@ -84,3 +84,15 @@ def test_cancelling_the_turn_cancels_its_task(client: Api, tasks_served: McpHttp
     wait_until(lambda: task_requests("cancel", label), timeout=60, what="tasks/cancel")
     release(label)  # a poll that came late finds nothing to wait for
     assert len(task_requests("cancel", label)) == 1
+
+
+def test_a_task_handle_with_an_oversized_id_is_an_error_result_not_a_parked_call(
+    client: Api, tasks_served: McpHttpServer
+) -> None:
+    label = f"o{uuid.uuid4().hex[:8]}"
+    result = call_once(client, "tasks_oversized_report", {"label": label}, tools=["tasks.*"])
+    assert result["is_error"] and result["error"] == "tool", result
+    assert "the MCP server answered with an invalid result (" in str(result["content"])
+    assert "at most 500 characters" in str(result["content"])
+    assert len(task_requests("call", label)) == 1
+    assert task_requests("get", label) == []  # never parked, never polled
