@@ -28,14 +28,16 @@ def _post(client: Api, prompt: str, schema: dict[str, Any]) -> str:
 
 
 def _ended(client: Api, job_id: str, asked: Callable[[], int] | None = None) -> dict[str, Any]:
-    """The job once it has ended, or as soon as `asked()` (the provider's calls) passes 1."""
+    """The job once it has ended, or as soon as `asked()` (the provider's calls) passes 1: long
+    enough for a run that stopped without a verdict to be swept and run again (its lease is
+    `lease_s` + the provider's timeout)."""
 
     def ended() -> dict[str, Any] | None:
         job = dict(client.http.get(f"/v1/jobs/{job_id}").json())
         again = asked is not None and asked() > 1
         return job if job["status"] in ("succeeded", "failed") or again else None
 
-    return dict(wait_until(ended, timeout=60, interval=0.2, what=f"job {job_id}"))
+    return dict(wait_until(ended, timeout=150, interval=0.2, what=f"job {job_id}"))
 
 
 def test_a_validation_that_raises_leaves_the_call_recorded_and_sent_once(
