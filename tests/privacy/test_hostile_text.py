@@ -2,7 +2,7 @@
 patterns that were quadratic are linear, and a timeout fails closed (nothing is sent).
 
 The hostile inputs of the security review (200,000 characters each) are redacted within the
-time bound per input size of `privacy_support.bound_s` (CPU time: 4.5 s at that size; linear
+time bound per input size of `privacy_support.bound_s` (CPU time: 2.5 s at that size; linear
 work takes under 0.1 s on an idle machine, the old patterns 14 s to minutes), and a deadline
 that has already run out makes every detector raise before it can match. The fuzz test of the
 same shapes is tests/privacy/test_redaction_fuzz.py."""
