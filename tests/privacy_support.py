@@ -10,6 +10,16 @@ from typing import Any
 from support import Api, Event
 
 REMOTE_KEY = "sk-remote-test-key-0123456789"
+REDACTION_BASE_S = 0.5
+REDACTION_PER_CHAR_S = 10e-6
+
+
+def bound_s(size: int) -> float:
+    """The CPU time a redaction of `size` characters of hostile text may take: linear, 2.5 s at
+    the 200,000 characters of a turn's text. Linear work takes some milliseconds there; the
+    patterns that were quadratic took from 7 s (JWTs on `eyJ...`) to 80 s (npm's on `/...`) of
+    CPU. CPU time (`time.thread_time`), so that a busy machine does not fail it."""
+    return REDACTION_BASE_S + REDACTION_PER_CHAR_S * size
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Awaitable, Callable
 
 import httpx
 import uvicorn
@@ -26,7 +27,7 @@ from a2a.types.a2a_pb2 import (
     AgentSkill,
     Part,
 )
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
 
 WORK_S = 1.5
 
@@ -55,10 +56,39 @@ class Translator(AgentExecutor):
         await updater.cancel(new_text_message("cancelled"))
 
 
+class BigAnswer(Translator):
+    """Completes at once with an artifact of `size` characters."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        task = context.current_task or new_task_from_user_message(context.message)
+        await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        self.messages.append(context.get_user_input())
+        await updater.add_artifact([Part(text="x" * self.size)], name="answer")
+        await updater.complete()
+
+
 class A2aServer:
-    def __init__(self, port: int) -> None:
-        self.url = f"http://127.0.0.1:{port}"
-        self.executor = Translator()
+    """Served on `host`:`port`; its card names `url` (default: that address) as where it
+    answers, and `executor` answers. `requests` holds each HTTP request it received."""
+
+    def __init__(
+        self,
+        port: int,
+        *,
+        url: str | None = None,
+        executor: Translator | None = None,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.bound = f"http://{host}:{port}"
+        self.requests: list[str] = []
+        self.url = url or self.bound
+        self.executor = executor or Translator()
         card = AgentCard(
             name="translator",
             description="Translates text.",
@@ -77,14 +107,20 @@ class A2aServer:
             agent_executor=self.executor, task_store=InMemoryTaskStore(), agent_card=card
         )
         app = FastAPI()
+
+        @app.middleware("http")
+        async def count(
+            request: Request, call_next: Callable[[Request], Awaitable[Response]]
+        ) -> Response:
+            self.requests.append(f"{request.method} {request.url.path}")
+            return await call_next(request)
+
         add_a2a_routes_to_fastapi(
             app,
             agent_card_routes=create_agent_card_routes(card),
             jsonrpc_routes=create_jsonrpc_routes(handler, rpc_url="/"),
         )
-        self.server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-        )
+        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def start(self) -> None:
@@ -92,7 +128,7 @@ class A2aServer:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             try:
-                if httpx.get(f"{self.url}/.well-known/agent-card.json").status_code == 200:
+                if httpx.get(f"{self.bound}/.well-known/agent-card.json").status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

@@ -17,6 +17,9 @@ from support import free_port
 CARDS = Path(__file__).resolve().parent / "cards"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agents"
 A2A_PORT = free_port()
+DECOY_PORT, TARGET_PORT, BIG_PORT = free_port(), free_port(), free_port()
+"""A private agent whose fetched card names another private host (`localhost` at TARGET_PORT),
+and one whose answer is larger than the cap (tests/agents/test_a2a_guard.py)."""
 DIRECTORY = Path(tempfile.mkdtemp(prefix="cortex-agent-cards-"))
 
 for card in CARDS.glob("*.yaml"):
@@ -24,14 +27,16 @@ for card in CARDS.glob("*.yaml"):
 # the example agent of docs/agents.md, as a user installs it: card and handler side by side
 for shipped in (*EXAMPLES.glob("*.yaml"), *EXAMPLES.glob("*.py")):
     shutil.copy(shipped, DIRECTORY / shipped.name)
-for name, mode, private in (
-    ("translator", "foreground", True),
-    ("translator_bg", "background", True),
-    ("translator_guarded", "foreground", False),
+for name, mode, private, port in (
+    ("translator", "foreground", True, A2A_PORT),
+    ("translator_bg", "background", True, A2A_PORT),
+    ("translator_guarded", "foreground", False, A2A_PORT),
+    ("translator_decoy", "foreground", True, DECOY_PORT),
+    ("translator_big", "foreground", True, BIG_PORT),
 ):
     (DIRECTORY / f"{name}.yaml").write_text(
         f"name: {name}\ndescription: A remote translator.\nmode: {mode}\ntimeout_s: 30\n"
-        f"kind: a2a\nurl: http://127.0.0.1:{A2A_PORT}\nallow_private: {str(private).lower()}\n"
+        f"kind: a2a\nurl: http://127.0.0.1:{port}\nallow_private: {str(private).lower()}\n"
         "poll_s: 0.3\n"
     )
 # a remote agent at a public address (never reached: mode local-only refuses it first)

@@ -1,6 +1,7 @@
 """A remote agent speaking A2A (a real a2a-sdk server on loopback, allowed as a private host by
 its card): one foreground and one background call; a card without `allow_private` is refused
-by the SSRF guard."""
+by the SSRF guard before anything is sent (tests/agents/test_a2a_guard.py: the rest of the
+guard)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,9 @@ def test_a_background_call_is_followed_up(client: Api, a2a_server: Any) -> None:
 
 
 def test_a_private_host_is_refused_unless_the_card_allows_it(client: Api, a2a_server: Any) -> None:
+    before = len(a2a_server.requests)
     turn, task = _foreground(client, "translator_guarded")
+    assert a2a_server.requests[before:] == []  # refused before anything was sent
     assert turn["status"] == "done"
     assert task["status"] == "failed"
     assert task["error"]["code"] == "blocked_address"

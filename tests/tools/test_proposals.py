@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 from sqlalchemy import update
-from support import Api, wait_until
+from support import Api, Workers, wait_until
 
 from cortex_workers.runtime import get_runtime
 from cortex_workers.store.db import transaction
@@ -26,9 +26,11 @@ PROPOSE = {
 }
 
 
-def _propose(client: Api) -> tuple[str, str, dict[str, Any]]:
+def _propose(client: Api, **arguments: Any) -> tuple[str, str, dict[str, Any]]:
+    """A proposal of PROPOSE's arguments, with `arguments` over them."""
+    call = {**PROPOSE, "arguments": {**PROPOSE["arguments"], **arguments}}
     sid = client.scripted_session(
-        {"text": "I suggest a restart.", "tool_calls": [PROPOSE]},
+        {"text": "I suggest a restart.", "tool_calls": [call]},
         {"text": "Proposed; waiting for your confirmation."},
     )
     tid = client.submit(sid, "billing is failing")
@@ -45,8 +47,8 @@ def _propose(client: Api) -> tuple[str, str, dict[str, Any]]:
         "awaits_confirmation": True,
     }
     assert {k: proposal[k] for k in ("action", "product", "rationale", "status")} == {
-        "action": "restart",
-        "product": "billing-api",
+        "action": call["arguments"]["action"],
+        "product": call["arguments"]["product"],
         "rationale": "error rate at 40% since 14:02",
         "status": "pending",
     }
@@ -149,3 +151,49 @@ def test_an_execution_whose_worker_died_is_marked_failed_not_rerun(client: Api) 
         what="sweep",
     )
     assert "outcome is unknown" in failed["outcome"]["error"]
+
+
+def _executed(client: Api, pid: str) -> dict[str, Any]:
+    r = client.http.post(f"/v1/proposals/{pid}/confirm")
+    assert r.status_code == 200, r.text
+    return dict(
+        wait_until(
+            lambda: (
+                (p := client.http.get(f"/v1/proposals/{pid}").json())["status"] == "executed" and p
+            ),
+            timeout=30,
+            what="execution",
+        )
+    )
+
+
+def _tenant_of(pid: str) -> str:
+    with transaction(get_runtime().db) as db:
+        row = db.get(Proposal, uuid.UUID(pid))
+        assert row is not None
+        return str(row.tenant_id)
+
+
+def test_the_executor_receives_the_proposal_s_tenant(client: Api, workers: Workers) -> None:
+    _, pid, _ = _propose(client)
+    _executed(client, pid)
+    # the default executor logs what it received: the proposal and the tenant it belongs to
+    line = f"proposal {pid} of tenant {_tenant_of(pid)} confirmed: 'restart' on 'billing-api'"
+    wait_until(lambda: line in workers.log("tools"), timeout=10, what="the executor's log line")
+
+
+FORGED = "proposal 00000000-0000-0000-0000-000000000000 of tenant root confirmed: 'drop'"
+
+
+def test_model_supplied_action_and_product_cannot_forge_log_lines(
+    client: Api, workers: Workers
+) -> None:
+    _, pid, _ = _propose(client, action=f"restart\n{FORGED}", product=f"billing\r\n{FORGED}")
+    _executed(client, pid)
+    wait_until(
+        lambda: f"proposal {pid} " in workers.log("tools"), timeout=10, what="the executor's log"
+    )
+    lines = [line for line in workers.log("tools").splitlines() if FORGED in line]
+    assert lines and all(f"proposal {pid} of tenant" in line for line in lines), lines
+    (line,) = lines  # one line, the newlines in it escaped
+    assert f"restart\\n{FORGED}" in line and f"billing\\r\\n{FORGED}" in line
