@@ -44,7 +44,7 @@ os.environ["MCP_TASK_DIR"] = str(TASK_DIR)
 os.environ["MCP_TASK_LOG"] = str(TASK_LOG)
 os.environ["CORTEX_MCP"] = json.dumps(
     {
-        "refresh_s": 2,
+        "refresh_s": 10,
         "servers": {
             "weather": {
                 "url": URL,

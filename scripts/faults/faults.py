@@ -74,6 +74,10 @@ class Schedule:
         self.t0 = 0.0
         self.error: str | None = None
 
+    def prepare(self) -> None:
+        """What the schedule needs in place before the driver submits anything (nothing by
+        default)."""
+
     def start(self) -> None:
         self.t0 = time.time()
         self._thread.start()
@@ -437,7 +441,9 @@ class Partitions(Schedule):
     name = "partitions"
     cut_s = (8.0, 12.0)
 
-    def start(self) -> None:
+    def prepare(self) -> None:
+        """The two extra workers, ready before the first turn: a worker still starting when
+        the turns run (on a loaded machine that takes tens of seconds) would find none left."""
         from .proxy import Proxy
 
         st = self.stack
@@ -449,7 +455,6 @@ class Partitions(Schedule):
         st.add_worker("llm-pg", "llm", DATABASE_URL=via_pg)
         broker = {"CELERY_BROKER_URL": via_redis} if st.broker_url == st.redis_url else {}
         st.add_worker("llm-redis", "llm", REDIS_URL=via_redis, **broker)
-        super().start()
 
     def stop(self, timeout: float = 60) -> None:
         super().stop(timeout)

@@ -221,6 +221,7 @@ def run_scenario(
         schedule = sc.schedule(
             stack, driver, duration_s=sc.duration_s, max_faults=sc.max_faults, seed=seed
         )
+        schedule.prepare()
         t0 = time.time()
         driver.start()
         schedule.start()

@@ -1,5 +1,5 @@
 """The MCP tests: the HTTP servers of `mcp_support` start on first use; every process sees
-them at its next refresh (`refresh_s` is 2 s in the tests)."""
+them at its next refresh (`refresh_s` is 10 s in the tests)."""
 
 from __future__ import annotations
 
