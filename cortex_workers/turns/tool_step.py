@@ -20,13 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from ..messages import BatchEvent, ProposalChanged, ToolProgress, ToolResultReady
+from ..messages import BatchEvent, ProposalChanged, ToolProgress
 from ..runtime import Runtime, get_runtime
 from ..store import proposals
 from ..store import steps as step_store
 from ..store.db import autocommit_connection
 from ..store.proposals import ProposalDoc
-from ..store.step_commit import NewProposal, Release, StepKey, ToolDone, close_step
+from ..store.step_commit import NewProposal, Release, StepKey, close_step
 from ..store.step_views import ToolStepView
 from ..store.steps import Claim
 from ..streaming import emit_batch_event
@@ -43,6 +43,7 @@ from .step_record import StepRecord
 from .steps import NextStep, Publish, step_ref
 from .tool_intents import before_call
 from .tool_limits import limits
+from .tool_results import CallResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,27 +143,17 @@ def _run_claimed(rt: Runtime, call: _Call) -> list[Publish]:
     if outcome.task is not None:
         return park_call(rt, _waiting(call), outcome.task, record.rows())
     outcome, proposal = _proposed(rt, call, outcome)
-    record.note(TimelineKind.TOOL, _event(call, outcome), ending=True)
+    result = CallResult(call.tool_call_id, call.call_id, call.name, call.view.arguments, outcome)
+    record.note(TimelineKind.TOOL, result.timeline_event(), ending=True)
     with autocommit_connection(rt.engine) as db:  # one statement
-        closed = close_step(db, call.key, _result(call, outcome, proposal), record.rows())
+        closed = close_step(db, call.key, result.done(proposal), record.rows())
     if not closed.went:
         count_step(StepKind.TOOL, StepOutcome.DUPLICATE)
         return []
     count_step(StepKind.TOOL, StepOutcome.DONE)
     if closed.proposal is not None:
         call.emit(rt, _proposal_event(closed.proposal))
-    call.emit(
-        rt,
-        ToolResultReady(
-            id=call.call_id,
-            name=call.name,
-            is_error=outcome.is_error,
-            content=outcome.content,
-            truncated=outcome.truncated,
-            severity=outcome.severity,
-            error=outcome.error,
-        ),
-    )
+    call.emit(rt, result.ready())
     turn_id, session_id = call.claim.turn_id, call.view.session_id
     return [*step_ref(closed.next_step_id, StepKind.MODEL, turn_id=turn_id, session_id=session_id)]
 
@@ -275,44 +266,3 @@ def _proposal_event(row: ProposalDoc) -> ProposalChanged:
 def _iso(moment: str) -> str:
     """A timestamp as the API writes it (UTC, ISO 8601), from the one Postgres's JSON has."""
     return datetime.fromisoformat(moment).astimezone(UTC).isoformat()
-
-
-def _event(call: _Call, outcome: ToolOutcome) -> dict[str, object]:
-    """The timeline's `tool` event: the call and its result."""
-    return {
-        "call_id": call.call_id,
-        "name": call.name,
-        "arguments": call.view.arguments,
-        "is_error": outcome.is_error,
-        "severity": outcome.severity,
-        "error": outcome.error,
-        "chars": len(outcome.content),
-        "truncated": outcome.truncated,
-        "latency_ms": outcome.latency_ms,
-    }
-
-
-def _result(call: _Call, outcome: ToolOutcome, proposal: NewProposal | None) -> ToolDone:
-    return ToolDone(
-        tool_call_id=call.tool_call_id,
-        call_id=call.call_id,
-        name=call.name,
-        content=outcome.content,
-        is_error=outcome.is_error,
-        truncated=outcome.truncated,
-        severity=outcome.severity,
-        error_kind=outcome.error,
-        latency_ms=outcome.latency_ms,
-        images=outcome.images,
-        audit_input={"arguments": call.view.arguments},
-        audit_output={
-            "chars": len(outcome.content),
-            **({"images": len(outcome.images)} if outcome.images else {}),
-            "truncated": outcome.truncated,
-            "severity": outcome.severity,
-            "error": outcome.error,
-            **({"proposal_id": str(proposal.id)} if proposal else {}),
-            **({"message": outcome.content[:500]} if outcome.is_error else {}),
-        },
-        proposal=proposal,
-    )

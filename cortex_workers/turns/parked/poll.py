@@ -14,20 +14,20 @@ import logging
 import uuid
 from datetime import UTC, datetime
 
-from ...messages import ToolResultReady
 from ...runtime import Runtime, get_runtime
 from ...store import parked_calls
 from ...store.db import transaction
 from ...store.parked_calls import ParkedCall
-from ...store.step_commit import StepKey, ToolDone, close_step
+from ...store.step_commit import StepKey, close_step
 from ...streaming import emit_batch_event
 from ...tools.remote_tasks import MIN_POLL_S, TaskPoll
-from ...tools.router import ToolOutcome, ended_outcome
+from ...tools.router import ended_outcome
 from ...vocabulary import StepKind, TimelineKind
 from ..observe import StepOutcome, count_step
 from ..step_record import StepRecord
 from ..steps import Publish, TaskPollRef, step_ref
 from ..tool_limits import limits
+from ..tool_results import CallResult
 
 log = logging.getLogger(__name__)
 SILENT_POLLS = 5
@@ -110,67 +110,22 @@ def _close(rt: Runtime, call: ParkedCall, ended: TaskPoll) -> list[Publish]:
     """Store the call's result (fenced by the attempt that parked it) and end the call."""
     waited_ms = round((datetime.now(UTC) - call.created_at).total_seconds() * 1000)
     outcome = ended_outcome(rt.tools, call.name, ended, limits=limits(rt), latency_ms=waited_ms)
+    task = {"server": call.server, "id": call.task_id, "polls": call.polls}
+    result = CallResult(
+        call.tool_call_id, call.call_id, call.name, call.arguments, outcome, {"task": task}
+    )
     record = StepRecord(call.step_no)
-    record.note(TimelineKind.TOOL, _event(call, outcome), ending=True)
+    record.note(TimelineKind.TOOL, result.timeline_event(), ending=True)
     key = StepKey(call.session_id, call.turn_id, call.step_id, call.step_attempt, call.tenant_id)
     with transaction(rt.db) as db:
         if not parked_calls.end(db, call.id):
             return []
-        closed = close_step(db, key, _done(call, outcome), record.rows())
+        closed = close_step(db, key, result.done(), record.rows())
     if not closed.went:
         count_step(StepKind.TOOL, StepOutcome.DUPLICATE)
         return []
     count_step(StepKind.TOOL, StepOutcome.DONE)
-    event = ToolResultReady(
-        id=call.call_id,
-        name=call.name,
-        is_error=outcome.is_error,
-        content=outcome.content,
-        truncated=outcome.truncated,
-        severity=outcome.severity,
-        error=outcome.error,
-    )
+    event = result.ready()
     emit_batch_event(rt.redis, call.turn_id, model_step_no=call.model_step_no, event=event)
     turn_id, session_id = call.turn_id, call.session_id
     return [*step_ref(closed.next_step_id, StepKind.MODEL, turn_id=turn_id, session_id=session_id)]
-
-
-def _event(call: ParkedCall, outcome: ToolOutcome) -> dict[str, object]:
-    """The timeline's `tool` event: the call, its task and its result."""
-    return {
-        "call_id": call.call_id,
-        "name": call.name,
-        "arguments": call.arguments,
-        "task": {"server": call.server, "id": call.task_id, "polls": call.polls},
-        "is_error": outcome.is_error,
-        "severity": outcome.severity,
-        "error": outcome.error,
-        "chars": len(outcome.content),
-        "truncated": outcome.truncated,
-        "latency_ms": outcome.latency_ms,
-    }
-
-
-def _done(call: ParkedCall, outcome: ToolOutcome) -> ToolDone:
-    return ToolDone(
-        tool_call_id=call.tool_call_id,
-        call_id=call.call_id,
-        name=call.name,
-        content=outcome.content,
-        is_error=outcome.is_error,
-        truncated=outcome.truncated,
-        severity=outcome.severity,
-        error_kind=outcome.error,
-        latency_ms=outcome.latency_ms,
-        images=outcome.images,
-        audit_input={"arguments": call.arguments},
-        audit_output={
-            "chars": len(outcome.content),
-            **({"images": len(outcome.images)} if outcome.images else {}),
-            "truncated": outcome.truncated,
-            "severity": outcome.severity,
-            "error": outcome.error,
-            "task": {"server": call.server, "id": call.task_id, "polls": call.polls},
-            **({"message": outcome.content[:500]} if outcome.is_error else {}),
-        },
-    )
