@@ -40,7 +40,8 @@ def record_params(step: StepKey, record: RecordRows, alert_pct: float) -> Params
     if record.spends:
         params["spends"] = spends_param(record.spends)
         params["moves"] = moves_param(record.spends)
-        params["alert_pct"] = alert_pct
+        if any(s.held for s in record.spends):
+            params["alert_pct"] = alert_pct
     if record.warnings:
         params["warnings"] = warnings_param(record.warnings)
     if record.route is not None or record.redactions is not None:

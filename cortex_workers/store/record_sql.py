@@ -46,71 +46,84 @@ def audits(s: Statement) -> None:
     )
 
 
-def spends(s: Statement) -> None:
-    """Each provider call's cost: its reservation settled (or, settled by the reconciler
-    meanwhile, corrected down to its real cost), or its usage row stored; then the counters
-    it moves, in key order (every writer of counters takes them in that order), with the
-    alert of a limited money scope that crossed its threshold (once per window) and its
-    `budget.alert` webhook event."""
+def spends(s: Statement, *, held: bool, used: bool) -> None:
+    """Each provider call's cost: with `held`, reservations settled (or, settled by the
+    reconciler meanwhile, corrected down to their real cost); with `used`, the usage rows of
+    calls that held none; then the counters they move, in key order (every writer of counters
+    takes them in that order). With `held` only (a limit in force), the alert of a limited
+    money scope that crossed its threshold (once per window) and its `budget.alert` webhook
+    event: a call under no limit fires no alert, even on a counter that had a limit earlier
+    in its window."""
     s.add(
         "sp",
         "SELECT * FROM jsonb_to_recordset(:spends) AS x(id uuid, held boolean, call_no int, "
         "provider text, model text, amount bigint, tokens bigint, cost bigint, "
         "input_tokens int, output_tokens int, by text, day_start timestamptz)",
     )
-    s.add(
-        "settled",
-        "UPDATE budget_reservations r SET status = 'settled', settled_at = now(), "
-        "settled_by = sp.by, cost_micros = coalesce(sp.cost, r.amount_micros), "
-        "input_tokens = sp.input_tokens, output_tokens = sp.output_tokens FROM sp "
-        "WHERE sp.held AND r.id = sp.id AND r.status = 'reserved' RETURNING r.id",
-    )
-    s.add(
-        "corrected",
-        "UPDATE budget_reservations r SET settled_by = sp.by, cost_micros = sp.cost, "
-        "input_tokens = sp.input_tokens, output_tokens = sp.output_tokens FROM sp "
-        "WHERE sp.held AND sp.by = 'call' AND sp.cost IS NOT NULL AND r.id = sp.id "
-        "AND r.status = 'settled' AND r.settled_by = 'reconciler' "
-        "AND sp.cost <= r.amount_micros RETURNING r.id",
-    )
-    s.add(
-        "used",
-        "INSERT INTO budget_reservations (id, step_id, attempt, call_no, tenant_id, session_id, "
-        'turn_id, "user", provider, model, day_start, status, amount_micros, tokens, '
-        "cost_micros, input_tokens, output_tokens, settled_by, settled_at, scopes) "
-        "SELECT sp.id, :step, :attempt, sp.call_no, :tenant, :session, :turn, :user, "
-        "sp.provider, sp.model, sp.day_start, 'settled', sp.amount, sp.tokens, "
-        "coalesce(sp.cost, sp.amount), sp.input_tokens, sp.output_tokens, sp.by, now(), "
-        "'{}'::text[] FROM sp WHERE NOT sp.held "
-        "ON CONFLICT (step_id, attempt, call_no) DO NOTHING RETURNING id",
-    )
-    _counters(s)
+    cases = []
+    if held:
+        s.add(
+            "settled",
+            "UPDATE budget_reservations r SET status = 'settled', settled_at = now(), "
+            "settled_by = sp.by, cost_micros = coalesce(sp.cost, r.amount_micros), "
+            "input_tokens = sp.input_tokens, output_tokens = sp.output_tokens FROM sp "
+            "WHERE sp.held AND r.id = sp.id AND r.status = 'reserved' RETURNING r.id",
+        )
+        s.add(
+            "corrected",
+            "UPDATE budget_reservations r SET settled_by = sp.by, cost_micros = sp.cost, "
+            "input_tokens = sp.input_tokens, output_tokens = sp.output_tokens FROM sp "
+            "WHERE sp.held AND sp.by = 'call' AND sp.cost IS NOT NULL AND r.id = sp.id "
+            "AND r.status = 'settled' AND r.settled_by = 'reconciler' "
+            "AND sp.cost <= r.amount_micros RETURNING r.id",
+        )
+        cases += ["settled", "corrected"]
+    if used:
+        s.add(
+            "used",
+            "INSERT INTO budget_reservations (id, step_id, attempt, call_no, tenant_id, "
+            'session_id, turn_id, "user", provider, model, day_start, status, amount_micros, '
+            "tokens, cost_micros, input_tokens, output_tokens, settled_by, settled_at, scopes) "
+            "SELECT sp.id, :step, :attempt, sp.call_no, :tenant, :session, :turn, :user, "
+            "sp.provider, sp.model, sp.day_start, 'settled', sp.amount, sp.tokens, "
+            "coalesce(sp.cost, sp.amount), sp.input_tokens, sp.output_tokens, sp.by, now(), "
+            "'{}'::text[] FROM sp WHERE NOT sp.held "
+            "ON CONFLICT (step_id, attempt, call_no) DO NOTHING RETURNING id",
+        )
+        cases.append("used")
+    _counters(s, cases, alerts=held)
 
 
-def _counters(s: Statement) -> None:
-    """The counters the settled, corrected or stored spends move (summed per counter), in key
-    order; the alerts that fired, with the tenant's `budget.alert` event."""
+def _counters(s: Statement, cases: list[str], *, alerts: bool) -> None:
+    """The counters the settled, corrected or stored spends (`cases`: the CTEs present) move,
+    summed per counter, in key order; with `alerts`, the alerts that fired, with the tenant's
+    `budget.alert` event."""
+    happened = " OR ".join(f"(m.happens = '{c}' AND m.id IN (SELECT id FROM {c}))" for c in cases)
     s.add(
         "moves",
         "SELECT m.key, m.start, max(m.resets) AS resets, sum(m.reserved) AS reserved, "
         "sum(m.spent) AS spent FROM jsonb_to_recordset(:moves) AS m(id uuid, happens text, "
         "key text, start timestamptz, resets timestamptz, reserved bigint, spent bigint) "
-        "WHERE (m.happens = 'settled' AND m.id IN (SELECT id FROM settled)) "
-        "OR (m.happens = 'corrected' AND m.id IN (SELECT id FROM corrected)) "
-        "OR (m.happens = 'used' AND m.id IN (SELECT id FROM used)) GROUP BY m.key, m.start",
+        f"WHERE {happened} GROUP BY m.key, m.start",
     )
     s.add(
         "ctr",
         "INSERT INTO budget_counters AS c (scope, window_start, resets_at, reserved, spent) "
         "SELECT key, start, resets, reserved, spent FROM moves ORDER BY key, start "
         "ON CONFLICT (scope, window_start) DO UPDATE SET "
-        "reserved = c.reserved + EXCLUDED.reserved, spent = c.spent + EXCLUDED.spent, "
-        "alerted_at = CASE WHEN c.alerted_at IS NULL AND c.limit_amount > 0 "
-        "AND c.scope NOT LIKE 'session:%' "
-        "AND (c.spent + EXCLUDED.spent) * 100 >= c.limit_amount * CAST(:alert_pct AS NUMERIC) "
-        "THEN now() ELSE c.alerted_at END "
-        "RETURNING c.scope, c.spent, c.limit_amount, c.alerted_at = now() AS fired",
+        "reserved = c.reserved + EXCLUDED.reserved, spent = c.spent + EXCLUDED.spent"
+        + (
+            ", alerted_at = CASE WHEN c.alerted_at IS NULL AND c.limit_amount > 0 "
+            "AND c.scope NOT LIKE 'session:%' "
+            "AND (c.spent + EXCLUDED.spent) * 100 >= c.limit_amount * CAST(:alert_pct AS NUMERIC) "
+            "THEN now() ELSE c.alerted_at END "
+            "RETURNING c.scope, c.spent, c.limit_amount, c.alerted_at = now() AS fired"
+            if alerts
+            else " RETURNING c.scope"
+        ),
     )
+    if not alerts:
+        return
     s.add(
         "alerts",
         "SELECT scope, spent, limit_amount, cortex_record_event(:tenant, 'budget.alert', "
@@ -130,12 +143,12 @@ def _counters(s: Statement) -> None:
 def record(s: Statement, parts: Parts, *, turn: bool) -> str:
     """The record's pieces after the ending's (`RecordRows.parts`); `turn`: the ending updates
     the turn, whose update takes the warnings. The statement's text."""
-    events, audited, spent, warned, _route = parts
+    events, audited, held, used, warned, _route = parts
     warnings_set(s, present=warned and turn)
     if events:
         timeline(s)
     if audited:
         audits(s)
-    if spent:
-        spends(s)
+    if held or used:
+        spends(s, held=held, used=used)
     return s.sql()

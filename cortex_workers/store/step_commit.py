@@ -211,7 +211,7 @@ def statement_texts() -> list[tuple[str, int]]:
     dialect: Any = psycopg.dialect  # untyped in SQLAlchemy
 
     builders: list[Any] = []
-    for parts in itertools.product((False, True), repeat=5):
+    for parts in itertools.product((False, True), repeat=6):
         for shape in itertools.product((False, True), repeat=3):
             for gated in (False, True):
                 builders.append(lambda p=parts, sh=shape, g=gated: _reply(sh, g, p))
@@ -235,20 +235,20 @@ def _reply(shape: tuple[bool, bool, bool], gated: bool, parts: Parts) -> str:
     ending, calls, audited = shape
     s = sql.Statement()
     sql.session_locks(s, gated=gated)
-    sql.reply(s, ending=ending, calls=calls, audited=audited, route=parts[4])
+    sql.reply(s, ending=ending, calls=calls, audited=audited, route=parts[5])
     return record_sql.record(s, parts, turn=True)
 
 
 def _fail(gated: bool, parts: Parts) -> str:
     s = sql.Statement()
     sql.session_locks(s, gated=gated)
-    sql.fail(s, route=parts[4])
+    sql.fail(s, route=parts[5])
     return record_sql.record(s, parts, turn=True)
 
 
 def _release(parts: Parts) -> str:
     s = sql.Statement()
-    sql.release(s, route=parts[4], warnings=parts[3])
+    sql.release(s, route=parts[5], warnings=parts[4])
     return record_sql.record(s, parts, turn=False)
 
 

@@ -19,8 +19,9 @@ from psycopg.types.json import Jsonb
 from ..vocabulary import DecisionKind, TimelineKind
 from .replies import ErrorDoc
 
-Parts = tuple[bool, bool, bool, bool, bool]
-"""Which parts a record has: events, audit rows, spends, warnings, a route."""
+Parts = tuple[bool, bool, bool, bool, bool, bool]
+"""Which parts a record has: events, audit rows, spends that held a reservation, spends that
+held none (usage rows), warnings, a route."""
 
 SpendCase = Literal["settled", "corrected", "used"]
 """Which of a spend's counter moves apply: its reservation settled now, its reservation
@@ -113,7 +114,8 @@ class RecordRows:
         return (
             bool(self.events),
             bool(self.audits),
-            bool(self.spends),
+            any(s.held for s in self.spends),
+            any(not s.held for s in self.spends),
             bool(self.warnings),
             self.route is not None or self.redactions is not None,
         )
