@@ -134,6 +134,7 @@ def reply(s: Statement, *, ending: bool, calls: bool, audited: bool, route: bool
     if ending:
         _end_of_turn(s, summarize=True)
         _checkpoint(s)
+        _completed_event(s)
 
 
 def _checkpoint(s: Statement) -> None:
@@ -151,6 +152,21 @@ def _checkpoint(s: Statement) -> None:
         "FROM tot, cnt, sessions s WHERE s.id = :session AND tot.status = 'done' "
         "ON CONFLICT (turn_id) DO NOTHING RETURNING id",
     )
+
+
+def _completed_event(s: Statement) -> None:
+    """The `turn.completed` webhook event when this reply ended the turn `done` and the tenant
+    has a webhook for it (docs/webhooks.md); the other ends of a turn are recorded by the
+    trigger `turns_ended_event` (migrations 0010, 0023)."""
+    s.add(
+        "evt",
+        "SELECT cortex_record_event(:tenant, 'turn.completed', jsonb_build_object('turn_id', "
+        "tot.id, 'session_id', :session, 'status', tot.status, 'error_code', "
+        "tot.error ->> 'code')) AS id FROM tot WHERE tot.status = 'done' AND EXISTS "
+        "(SELECT 1 FROM webhooks w WHERE w.tenant_id = :tenant "
+        "AND 'turn.completed' = ANY(w.events))",
+    )
+    s.columns.append("(SELECT id FROM evt) AS completed_event")  # a CTE runs when read
 
 
 def _tool_calls(s: Statement) -> None:

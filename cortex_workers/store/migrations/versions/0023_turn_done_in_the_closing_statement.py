@@ -1,4 +1,5 @@
-"""a turn's checkpoint written by the statement that ends it, not by a trigger
+"""a turn that ends `done`: its checkpoint and its webhook event written by the statement that
+ends it, not by triggers
 
 The trigger `turns_done_checkpoint` ran a PL/pgSQL function after the closing statement of
 every turn that ended `done`: it read the session and the turn's messages again and inserted
@@ -6,6 +7,11 @@ the checkpoint, about 0.37 ms of Postgres time per turn (measured in rolled-back
 of a plain turn's closing statement). The reply that ends a turn `done` is the one place a turn
 becomes `done`; its closing statement now inserts the checkpoint itself, from what it has
 just written (`store.commit_sql.reply`, CTE `ckp`): about 0.13 ms.
+
+The same statement records the `turn.completed` webhook event, calling `cortex_record_event`
+only when the tenant has a webhook for it (CTE `evt`): about 0.02 ms against 0.06 to 0.09 ms
+for the trigger `turns_ended_event`, which now fires for the other ends only (`failed`,
+`cancelled`).
 
 Revision ID: 0023
 Revises: 0022
@@ -46,10 +52,20 @@ CREATE TRIGGER turns_done_checkpoint AFTER UPDATE OF status ON turns FOR EACH RO
 """As 0013 and 0019 left it."""
 
 
+_ENDED_EVENT = """
+DROP TRIGGER IF EXISTS turns_ended_event ON turns;
+CREATE TRIGGER turns_ended_event AFTER UPDATE OF status ON turns FOR EACH ROW
+    WHEN (OLD.status IS DISTINCT FROM NEW.status AND NEW.status IN ({ends}))
+    EXECUTE FUNCTION cortex_turn_ended_event();
+"""
+
+
 def upgrade() -> None:
     op.execute("DROP TRIGGER IF EXISTS turns_done_checkpoint ON turns")
     op.execute("DROP FUNCTION IF EXISTS cortex_record_checkpoint()")
+    op.execute(_ENDED_EVENT.format(ends="'failed', 'cancelled'"))
 
 
 def downgrade() -> None:
+    op.execute(_ENDED_EVENT.format(ends="'done', 'failed', 'cancelled'"))
     op.execute(_TRIGGER)
