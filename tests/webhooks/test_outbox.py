@@ -122,3 +122,40 @@ def test_a_proposal_records_proposal_created_with_its_ids(client: Api, engine: E
         "turn_id": turn["id"],
         "status": "pending",
     }
+
+
+def test_a_done_turn_records_one_turn_completed_and_a_failed_turn_one_turn_failed(
+    client: Api, engine: Engine
+) -> None:
+    """`turn.completed` comes from the statement that ends the turn, `turn.failed` from the
+    trigger on the other ends (migration 0023): each once, with the turn's ids."""
+    body = {"url": "http://127.0.0.1:9/unreachable", "events": ["turn.completed", "turn.failed"]}
+    hook = client.http.post("/v1/webhooks", json=body).json()
+    sid = client.scripted_session({"text": "fine"})
+    done = client.submit(sid, "hi")
+    assert client.wait_turn(done)["status"] == "done"
+    failing = client.scripted_session(
+        {"text": "never", "error": {"status": 400, "message": "bad request: no such model"}}
+    )
+    failed = client.submit(failing, "hi")
+    assert client.wait_turn(failed)["status"] == "failed"
+
+    def both() -> list[dict[str, object]] | None:
+        log = client.http.get(f"/v1/webhooks/{hook['id']}/deliveries").json()
+        return log if len(log) >= 2 else None
+
+    log = wait_until(both, timeout=10, what="both events recorded")
+    assert sorted(d["event_type"] for d in log) == ["turn.completed", "turn.failed"]
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(WebhookEvent.type, WebhookEvent.data).where(
+                WebhookEvent.data["turn_id"].astext.in_([done, failed])
+            )
+        ).all()
+    by_type = {str(r.type): r.data for r in rows}
+    assert len(rows) == 2
+    assert by_type["turn.completed"]["turn_id"] == done
+    assert by_type["turn.completed"]["session_id"] == sid
+    assert by_type["turn.completed"]["status"] == "done"
+    assert by_type["turn.failed"]["turn_id"] == failed
+    assert by_type["turn.failed"]["error_code"]
