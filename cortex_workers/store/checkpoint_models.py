@@ -1,6 +1,6 @@
 """The checkpoints table (migration 0013): one row per turn that ended `done`.
 
-Rows are written by the statement that ends the turn (`store.commit_sql.reply`, migration 0023),
+Rows are written by the trigger `turns_done_checkpoint` in the statement that ends the turn,
 with the session's rolling summary as it was then (the summary is versioned with its
 checkpoint) and the seq of the last message the checkpoint covers.
 """

@@ -133,40 +133,6 @@ def reply(s: Statement, *, ending: bool, calls: bool, audited: bool, route: bool
     ]
     if ending:
         _end_of_turn(s, summarize=True)
-        _checkpoint(s)
-        _completed_event(s)
-
-
-def _checkpoint(s: Statement) -> None:
-    """The turn's checkpoint when this reply ended it `done`: the session's summary as it is
-    (this statement does not change it), the turn's last message (the reply), and the
-    session's latest earlier checkpoint whose turn is `done` as its parent (docs/checkpoints.md).
-    """
-    s.add(
-        "ckp",
-        "INSERT INTO checkpoints (id, session_id, turn_id, turn_seq, parent_id, "
-        "messages_upto_seq, summary, summary_upto_seq) SELECT gen_random_uuid(), :session, "
-        ":turn, tot.seq, (SELECT c.id FROM checkpoints c JOIN turns t ON t.id = c.turn_id "
-        "WHERE c.session_id = :session AND c.turn_seq < tot.seq AND t.status = 'done' "
-        "ORDER BY c.turn_seq DESC LIMIT 1), cnt.last_message_seq, s.summary, s.summary_upto_seq "
-        "FROM tot, cnt, sessions s WHERE s.id = :session AND tot.status = 'done' "
-        "ON CONFLICT (turn_id) DO NOTHING RETURNING id",
-    )
-
-
-def _completed_event(s: Statement) -> None:
-    """The `turn.completed` webhook event when this reply ended the turn `done` and the tenant
-    has a webhook for it (docs/webhooks.md); the other ends of a turn are recorded by the
-    trigger `turns_ended_event` (migrations 0010, 0023)."""
-    s.add(
-        "evt",
-        "SELECT cortex_record_event(:tenant, 'turn.completed', jsonb_build_object('turn_id', "
-        "tot.id, 'session_id', :session, 'status', tot.status, 'error_code', "
-        "tot.error ->> 'code')) AS id FROM tot WHERE tot.status = 'done' AND EXISTS "
-        "(SELECT 1 FROM webhooks w WHERE w.tenant_id = :tenant "
-        "AND 'turn.completed' = ANY(w.events))",
-    )
-    s.columns.append("(SELECT id FROM evt) AS completed_event")  # a CTE runs when read
 
 
 def _tool_calls(s: Statement) -> None:

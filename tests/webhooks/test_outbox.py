@@ -127,8 +127,8 @@ def test_a_proposal_records_proposal_created_with_its_ids(client: Api, engine: E
 def test_a_done_turn_records_one_turn_completed_and_a_failed_turn_one_turn_failed(
     client: Api, engine: Engine
 ) -> None:
-    """`turn.completed` comes from the statement that ends the turn, `turn.failed` from the
-    trigger on the other ends (migration 0023): each once, with the turn's ids."""
+    """The turn's end records its event once, in the transaction that ends it, with the
+    turn's ids."""
     body = {"url": "http://127.0.0.1:9/unreachable", "events": ["turn.completed", "turn.failed"]}
     hook = client.http.post("/v1/webhooks", json=body).json()
     sid = client.scripted_session({"text": "fine"})
