@@ -70,6 +70,10 @@ def celery_settings(settings: Settings) -> dict[str, Any]:
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
+        # A prefork child runs the process hooks (engines, tracing) before it reports up; on a
+        # node short of CPU that takes longer than Celery's 4 s, and a child killed for it is
+        # replaced by one that is killed the same way: a replaced child never took a task.
+        "worker_proc_alive_timeout": 30.0,
         "task_serializer": "json",
         "accept_content": ["json"],
         "result_serializer": "json",
