@@ -70,13 +70,16 @@ def iban_findings(text: str, deadline: Deadline) -> Iterator[Finding]:
 
 
 def ip_findings(text: str, deadline: Deadline) -> Iterator[Finding]:
+    """Valid addresses other than the unspecified one (`0.0.0.0`, `::`): that names no host,
+    and `::` is also what is left between two redacted values written `a::b`."""
     for pattern in (IPV4, IPV6):
         for match in deadline.finditer(pattern, text):
             try:
-                ipaddress.ip_address(match.group())
+                address = ipaddress.ip_address(match.group())
             except ValueError:
                 continue
-            yield Finding(RedactionKind.IP, *match.span())
+            if not address.is_unspecified:
+                yield Finding(RedactionKind.IP, *match.span())
 
 
 def ssn_findings(text: str, deadline: Deadline) -> Iterator[Finding]:

@@ -59,6 +59,7 @@ def test_iban_checksum(iban: str, valid: bool) -> None:
         ("iban GB82 WEST 1234 5698 7654 32 ok", "iban"),
         ("from 192.168.1.20 today", "ip"),
         ("v6 2001:db8::8a2e:370:7334 here", "ip"),
+        ("loopback ::1 here", "ip"),
         ("ssn 123-45-6789 here", "ssn"),
         ("call +1 415 555 2671 soon", "phone"),
         ("call (415) 555-2671 soon", "phone"),
@@ -82,6 +83,7 @@ def test_each_pii_detector_finds_its_kind(text: str, kind: str) -> None:
         "ssn 000-12-3456 is never issued",
         "call 555 0000",
         "a uuid 1b4e28ba-2fa1-11d2-883f-0016d3cca427",
+        "listen on 0.0.0.0 or on ::",
     ],
 )
 def test_near_misses_are_left_alone(text: str) -> None:
@@ -165,3 +167,13 @@ def test_a_pattern_running_past_the_timeout_fails_closed_without_the_value() -> 
         redact_text(secret, policy)
     assert caught.value.code == "redaction_failed"
     assert "4111" not in caught.value.message and "aaaa" not in caught.value.message
+
+
+def test_a_redacted_text_redacted_again_finds_nothing() -> None:
+    """`a::b` with both values redacted leaves `[A]::[B]`: the `::` between them is no address."""
+    policy = PrivacyPolicy(redact_secrets=True, redact_pii=True)
+    text = "sk-::" + "sk-proj-pypi-AgEIcHlwaS5vcmc::" * 3 + " end"
+    redacted = redact_text(text, policy)
+    assert redacted.counts == {"api_token": 3} and "]::[" in redacted.text, redacted.text
+    again = redact_text(redacted.text, policy)
+    assert again.counts == {} and again.text == redacted.text
