@@ -34,6 +34,9 @@ class Placeholders:
             self.by_value[key] = f"[{placeholder_name(kind)}_{self.numbers[kind]}]"
         return self.by_value[key]
 
+    def copy(self) -> Placeholders:
+        return Placeholders(dict(self.by_value), Counter(self.numbers), Counter(self.counts))
+
     def restore_map(self) -> dict[str, str]:
         return {ph: value for (_, value), ph in self.by_value.items()}
 
@@ -95,16 +98,85 @@ def findings(run: _Run, text: str) -> list[Finding]:
     return taken.found
 
 
+PASSES = 4
+"""Scans of one text at most: the first, then one more after each that found something new."""
+
+
 def _redact_text(run: _Run, text: str, names: Placeholders) -> str:
+    """The text with its findings replaced, to a fixed point: a placeholder changes what is
+    around it (`a::b` becomes `[A]::[B]`, and that `::` reads as an address), so the result is
+    scanned again, and what that scan finds is widened to the placeholders it touches, mapped
+    back onto the text and merged with the earlier findings, until a scan finds nothing (at
+    most `PASSES` scans; the redaction's deadline bounds them all)."""
     if not text:
         return text
-    out, last = [], 0
-    for f in findings(run, text):
-        out.append(text[last : f.start])
-        out.append(names.of(f.kind, text[f.start : f.end]))
+    found = findings(run, text)
+    for _ in range(PASSES - 1):
+        if not found:
+            break
+        trial = names.copy()  # the same placeholders as the final text will have
+        redacted, pieces = _replace(text, found, trial)
+        again = findings(run, redacted)
+        if not again:
+            break
+        found = _merged(found, [_back(pieces, f) for f in again])
+    return _replace(text, found, names)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """A stretch of the redacted text and where it came from: `text[src_start:src_end]`,
+    copied (`placeholder` False) or replaced by a placeholder."""
+
+    start: int
+    end: int
+    src_start: int
+    src_end: int
+    placeholder: bool
+
+
+def _replace(text: str, found: list[Finding], names: Placeholders) -> tuple[str, list[_Piece]]:
+    out: list[str] = []
+    pieces: list[_Piece] = []
+    last = at = 0
+    for f in found:
+        for part, src, is_ph in (
+            (text[last : f.start], (last, f.start), False),
+            (names.of(f.kind, text[f.start : f.end]), (f.start, f.end), True),
+        ):
+            if part:
+                out.append(part)
+                pieces.append(_Piece(at, at + len(part), *src, is_ph))
+                at += len(part)
         last = f.end
-    out.append(text[last:])
-    return "".join(out)
+    if last < len(text):
+        out.append(text[last:])
+        pieces.append(_Piece(at, at + len(text) - last, last, len(text), False))
+    return "".join(out), pieces
+
+
+def _back(pieces: list[_Piece], f: Finding) -> Finding:
+    """A finding in the redacted text as a span of the original: a placeholder it touches
+    is taken whole."""
+    starts = [p.start for p in pieces]
+    first = pieces[bisect.bisect_right(starts, f.start) - 1]
+    last = pieces[bisect.bisect_right(starts, f.end - 1) - 1]
+    start = first.src_start if first.placeholder else first.src_start + f.start - first.start
+    end = last.src_end if last.placeholder else last.src_start + f.end - last.start
+    return Finding(f.kind, start, end)
+
+
+def _merged(earlier: list[Finding], later: list[Finding]) -> list[Finding]:
+    """One finding per run of overlapping spans, of the kind of its first (an earlier scan's
+    finding before a later one's at the same start)."""
+    merged: list[Finding] = []
+    for f in sorted(earlier + later, key=lambda f: f.start):
+        if merged and f.start < merged[-1].end:
+            top = merged[-1]
+            merged[-1] = Finding(top.kind, top.start, max(top.end, f.end))
+        else:
+            merged.append(f)
+    return merged
 
 
 def _redact_value(run: _Run, value: Any, names: Placeholders) -> Any:

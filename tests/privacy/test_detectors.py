@@ -169,11 +169,24 @@ def test_a_pattern_running_past_the_timeout_fails_closed_without_the_value() -> 
     assert "4111" not in caught.value.message and "aaaa" not in caught.value.message
 
 
-def test_a_redacted_text_redacted_again_finds_nothing() -> None:
-    """`a::b` with both values redacted leaves `[A]::[B]`: the `::` between them is no address."""
+@pytest.mark.parametrize(
+    ("text", "counts"),
+    [
+        # `[A]::[B]`: the `::` between two placeholders is no address
+        ("sk-::" + "sk-proj-pypi-AgEIcHlwaS5vcmc::" * 3 + " end", {"api_token": 3}),
+        # the tokens inside `password=` go first; what is left of the value is then a password
+        ("x -password=(xoxb-1-password=(xoxb-1-password=(xoxb-1 end", {"password": 1}),
+        # an e-mail preceded by a word character is none, until a placeholder precedes it
+        ("@eyJ.ghp_eyJ.@eyJ.ghp_eyJ.@eyJ.ghp key", {"email": 2}),
+    ],
+)
+def test_a_redacted_text_redacted_again_finds_nothing(text: str, counts: dict[str, int]) -> None:
     policy = PrivacyPolicy(redact_secrets=True, redact_pii=True)
-    text = "sk-::" + "sk-proj-pypi-AgEIcHlwaS5vcmc::" * 3 + " end"
     redacted = redact_text(text, policy)
-    assert redacted.counts == {"api_token": 3} and "]::[" in redacted.text, redacted.text
+    assert redacted.counts == counts, redacted.text
     again = redact_text(redacted.text, policy)
     assert again.counts == {} and again.text == redacted.text
+    restored = redacted.text
+    for placeholder, value in redacted.restore.items():
+        restored = restored.replace(placeholder, value)
+    assert restored == text
