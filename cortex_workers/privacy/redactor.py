@@ -99,27 +99,32 @@ def findings(run: _Run, text: str) -> list[Finding]:
 
 
 PASSES = 4
-"""Scans of one text at most: the first, then one more after each that found something new."""
+"""Scans of one text at most (see `_redact_text`)."""
 
 
 def _redact_text(run: _Run, text: str, names: Placeholders) -> str:
     """The text with its findings replaced, to a fixed point: a placeholder changes what is
     around it (`a::b` becomes `[A]::[B]`, and that `::` reads as an address), so the result is
-    scanned again, and what that scan finds is widened to the placeholders it touches, mapped
-    back onto the text and merged with the earlier findings, until a scan finds nothing (at
-    most `PASSES` scans; the redaction's deadline bounds them all)."""
+    scanned again, and what that scan finds outside the findings so far is widened to the
+    placeholders it touches, mapped back onto the text and merged with them, until a scan finds
+    nothing new. A text still changing after `PASSES` scans is not sent (`RedactionFailed`);
+    the redaction's deadline bounds every scan."""
     if not text:
         return text
     found = findings(run, text)
-    for _ in range(PASSES - 1):
-        if not found:
-            break
+    scans = 1
+    while found:
         trial = names.copy()  # the same placeholders as the final text will have
         redacted, pieces = _replace(text, found, trial)
-        again = findings(run, redacted)
-        if not again:
+        again = [_back(pieces, f) for f in findings(run, redacted)]
+        scans += 1
+        starts = [o.start for o in found]
+        new = [f for f in again if not _covered(found, starts, f)]
+        if not new:
             break
-        found = _merged(found, [_back(pieces, f) for f in again])
+        if scans >= PASSES:
+            raise RedactionFailed(f"the redacted text still changed after {PASSES} scans")
+        found = _merged(found, new)
     return _replace(text, found, names)[0]
 
 
@@ -164,6 +169,12 @@ def _back(pieces: list[_Piece], f: Finding) -> Finding:
     start = first.src_start if first.placeholder else first.src_start + f.start - first.start
     end = last.src_end if last.placeholder else last.src_start + f.end - last.start
     return Finding(f.kind, start, end)
+
+
+def _covered(found: list[Finding], starts: list[int], f: Finding) -> bool:
+    """Whether `f` lies within one of `found` (sorted, not overlapping; `starts` theirs)."""
+    i = bisect.bisect_right(starts, f.start) - 1
+    return i >= 0 and f.end <= found[i].end
 
 
 def _merged(earlier: list[Finding], later: list[Finding]) -> list[Finding]:

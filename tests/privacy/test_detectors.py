@@ -190,3 +190,17 @@ def test_a_redacted_text_redacted_again_finds_nothing(text: str, counts: dict[st
     for placeholder, value in redacted.restore.items():
         restored = restored.replace(placeholder, value)
     assert restored == text
+
+
+def test_an_operator_pattern_matching_placeholders_settles_at_once() -> None:
+    """A second scan that finds only what is inside placeholders adds nothing."""
+    policy = PrivacyPolicy(redact_secrets=False, redact_pii=True, patterns={"caps": r"[A-Z]+_\d"})
+    redacted = redact_text("mail bob@example.com now", policy)
+    assert redacted.text == "mail [EMAIL_1] now" and redacted.counts == {"email": 1}
+
+
+def test_a_text_that_does_not_settle_is_not_sent() -> None:
+    """Each scan finds something new next to the last placeholder: the redaction fails closed."""
+    policy = PrivacyPolicy(redact_secrets=False, patterns={"next": r"(?<=\])x|^x"})
+    with pytest.raises(RedactionFailed, match="still changed after 4 scans"):
+        redact_text("xxxxxx", policy)
