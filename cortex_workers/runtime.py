@@ -41,7 +41,11 @@ class Runtime:
 
     @cached_property
     def engine(self) -> Engine:
-        return make_engine(self.settings.database_url, pool_size=self.settings.db_pool_size)
+        return make_engine(
+            self.settings.database_url,
+            pool_size=self.settings.db_pool_size,
+            ping_after_idle_s=self.settings.db_ping_after_idle_s,
+        )
 
     @cached_property
     def db(self) -> sessionmaker[Session]:

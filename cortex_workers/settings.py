@@ -221,6 +221,11 @@ class Settings(BaseSettings):
 
     # Pools (per process).
     db_pool_size: int = Field(default=20, ge=1)
+    db_ping_after_idle_s: float = Field(
+        default=1.0,
+        gt=0,
+        description="A pooled Postgres connection idle this long is pinged before its next use.",
+    )
     redis_pool_size: int = Field(default=100, ge=1)
 
     # API.

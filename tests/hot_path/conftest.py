@@ -51,6 +51,10 @@ def counted(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     redis = {name: RedisCounter(redis_upstream) for name in PROCESSES}
     base = side_env(stack, broker_db=BROKER_DB)
     base.pop("CORTEX_RECOVERY", None)  # the features' defaults: no recovery policy, no limits
+    # What is counted is a step's own round trips. A connection idle past the ping threshold
+    # (1 s by default) costs a ping on its next use (tests/store/test_pool_ping.py); on a loaded
+    # machine one turn can take that long, and the ping would be counted as the next step's.
+    base["CORTEX_DB_PING_AFTER_IDLE_S"] = "30"
 
     def env_of(name: str) -> dict[str, str]:
         redis_base = _proxied(stack.redis_url, redis[name].port)
