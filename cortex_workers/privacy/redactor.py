@@ -116,7 +116,8 @@ def _redact_text(run: _Run, text: str, names: Placeholders) -> str:
     while found:
         trial = names.copy()  # the same placeholders as the final text will have
         redacted, pieces = _replace(text, found, trial)
-        again = [_back(pieces, f) for f in findings(run, redacted)]
+        piece_starts = [p.start for p in pieces]
+        again = [_back(pieces, piece_starts, f) for f in findings(run, redacted)]
         scans += 1
         starts = [o.start for o in found]
         new = [f for f in again if not _covered(found, starts, f)]
@@ -160,10 +161,9 @@ def _replace(text: str, found: list[Finding], names: Placeholders) -> tuple[str,
     return "".join(out), pieces
 
 
-def _back(pieces: list[_Piece], f: Finding) -> Finding:
+def _back(pieces: list[_Piece], starts: list[int], f: Finding) -> Finding:
     """A finding in the redacted text as a span of the original: a placeholder it touches
-    is taken whole."""
-    starts = [p.start for p in pieces]
+    is taken whole (`starts`: the pieces' starts)."""
     first = pieces[bisect.bisect_right(starts, f.start) - 1]
     last = pieces[bisect.bisect_right(starts, f.end - 1) - 1]
     start = first.src_start if first.placeholder else first.src_start + f.start - first.start
