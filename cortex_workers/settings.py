@@ -53,6 +53,11 @@ class RetentionSettings(BaseModel):
     """None keeps this tenant's history forever, whatever `[retention].days` says."""
 
 
+DB_PING_AFTER_IDLE_S = 1.0
+"""A pooled connection idle this long is pinged before use; one back from use within it is
+not: a restart of Postgres takes longer, and what it breaks anyway invalidates the pool."""
+
+
 class Settings(BaseSettings):
     """Everything a process needs to know, with defaults that run the dev stack."""
 
@@ -222,7 +227,7 @@ class Settings(BaseSettings):
     # Pools (per process).
     db_pool_size: int = Field(default=20, ge=1)
     db_ping_after_idle_s: float = Field(
-        default=1.0,
+        default=DB_PING_AFTER_IDLE_S,
         gt=0,
         description="A pooled Postgres connection idle this long is pinged before its next use.",
     )

@@ -37,6 +37,10 @@ class Placeholders:
     def copy(self) -> Placeholders:
         return Placeholders(dict(self.by_value), Counter(self.numbers), Counter(self.counts))
 
+    def adopt(self, other: Placeholders) -> None:
+        """Take `other`'s state (a copy of this one that went on)."""
+        self.by_value, self.numbers, self.counts = other.by_value, other.numbers, other.counts
+
     def restore_map(self) -> dict[str, str]:
         return {ph: value for (_, value), ph in self.by_value.items()}
 
@@ -109,24 +113,23 @@ def _redact_text(run: _Run, text: str, names: Placeholders) -> str:
     placeholders it touches, mapped back onto the text and merged with them, until a scan finds
     nothing new. A text still changing after `PASSES` scans is not sent (`RedactionFailed`);
     the redaction's deadline bounds every scan."""
-    if not text:
+    found = findings(run, text) if text else []
+    if not found:
         return text
-    found = findings(run, text)
-    scans = 1
-    while found:
-        trial = names.copy()  # the same placeholders as the final text will have
+    for scans in range(2, PASSES + 1):
+        trial = names.copy()  # kept only if this replacement is the last
         redacted, pieces = _replace(text, found, trial)
         piece_starts = [p.start for p in pieces]
         again = [_back(pieces, piece_starts, f) for f in findings(run, redacted)]
-        scans += 1
         starts = [o.start for o in found]
         new = [f for f in again if not _covered(found, starts, f)]
         if not new:
+            names.adopt(trial)
+            return redacted
+        if scans == PASSES:
             break
-        if scans >= PASSES:
-            raise RedactionFailed(f"the redacted text still changed after {PASSES} scans")
         found = _merged(found, new)
-    return _replace(text, found, names)[0]
+    raise RedactionFailed(f"the redacted text still changed after {PASSES} scans")
 
 
 @dataclass(frozen=True, slots=True)

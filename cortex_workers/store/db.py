@@ -13,13 +13,11 @@ from sqlalchemy.engine.interfaces import DBAPIModule
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
+from ..settings import DB_PING_AFTER_IDLE_S
+
 Executor = Session | Connection
 """What a store function that only runs statements (no ORM objects) takes: a session, or the
 Core connection of `autocommit_connection`."""
-
-PING_AFTER_IDLE_S = 1.0
-"""A pooled connection idle this long is pinged before use; one back from use within it is
-not: a restart of Postgres takes longer, and what it breaks anyway invalidates the pool."""
 
 
 def normalize_url(url: str) -> str:
@@ -61,7 +59,7 @@ def cache_long_statements() -> None:
 
 
 def make_engine(
-    url: str, *, pool_size: int = 10, ping_after_idle_s: float = PING_AFTER_IDLE_S
+    url: str, *, pool_size: int = 10, ping_after_idle_s: float = DB_PING_AFTER_IDLE_S
 ) -> Engine:
     """An engine whose pool pings a connection that sat idle, so a restarted Postgres costs
     at most one failed transaction per process, not a crash."""
